@@ -1,0 +1,34 @@
+# Every third-party dependency, found once. All come from Debian 12 packages installed by
+# scripts/install_deps.sh.
+find_package(Threads REQUIRED)
+find_package(Protobuf REQUIRED)                 # FindProtobuf module: protobuf::libprotobuf, protobuf::protoc
+find_package(gRPC CONFIG REQUIRED)              # gRPC::grpc++, gRPC::grpc++_reflection, gRPC::grpc_cpp_plugin
+find_package(RocksDB CONFIG REQUIRED)           # link RocksDB::rocksdb-shared (RocksDB::rocksdb is static)
+find_package(prometheus-cpp CONFIG REQUIRED)    # prometheus-cpp::core, ::pull
+find_package(nlohmann_json CONFIG REQUIRED)     # nlohmann_json::nlohmann_json
+find_package(CLI11 CONFIG REQUIRED)             # CLI11::CLI11
+find_package(spdlog CONFIG REQUIRED)            # spdlog::spdlog
+find_package(OpenSSL REQUIRED)                  # OpenSSL::Crypto (SHA-256 for affinity)
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)   # PkgConfig::XXHASH
+if(IC_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(IC_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+# civetweb (the HTTP server prometheus-cpp::pull already uses) serves our own endpoints;
+# prometheus-cpp's config already defines civetweb::civetweb.
+if(NOT TARGET civetweb::civetweb)
+  find_package(civetweb CONFIG REQUIRED)
+endif()
+
+# CAF 0.17.6 ships neither a CMake config nor a .pc file: hand-made imported targets.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+add_library(CAF::core SHARED IMPORTED)
+set_target_properties(CAF::core PROPERTIES
+  IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
+  INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+  INTERFACE_LINK_LIBRARIES Threads::Threads)

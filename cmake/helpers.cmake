@@ -1,0 +1,47 @@
+# ic_component(<target> SOURCES ... [DEPS ...]): one static library per component folder,
+# warnings on, includes relative to the repository root.
+function(ic_component target)
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${target} STATIC ${A_SOURCES})
+  target_include_directories(${target} PUBLIC "${CMAKE_SOURCE_DIR}")
+  target_link_libraries(${target} PUBLIC ${A_DEPS})
+  ic_warnings(${target})
+endfunction()
+
+# ic_warnings(<target>): the project's warning set for its own code.
+function(ic_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+endfunction()
+
+# ic_test(<name> SOURCES ... [DEPS ...] [LABELS ...]): a GoogleTest executable whose tests
+# ctest discovers when it runs them (not at build time).
+function(ic_test name)
+  if(NOT IC_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
+  target_compile_definitions(${name} PRIVATE
+    IC_SHARED_DIR="${IC_SHARED_DIR}" IC_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  ic_warnings(${name})
+  set(labels unit)
+  if(A_LABELS)
+    set(labels ${A_LABELS})
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${labels}")
+endfunction()
+
+# ic_benchmark(<name> SOURCES ... [DEPS ...]): a Google Benchmark program (not run by ctest).
+function(ic_benchmark name)
+  if(NOT IC_BUILD_BENCHMARKS)
+    return()
+  endif()
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${A_SOURCES})
+  target_link_libraries(${name} PRIVATE ${A_DEPS} benchmark::benchmark)
+  target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
+  ic_warnings(${name})
+endfunction()
