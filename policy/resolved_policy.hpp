@@ -46,6 +46,14 @@ struct resolved_policy {
   /// Returns the resolution for a tenant without any CachePolicy.
   static resolved_policy no_policy() { return resolved_policy{}; }
 
+  /// Returns the resolution for a tenant without any CachePolicy under a server whose
+  /// `--default-ttl` is `server_default_ttl` (precondition: > 0).
+  static resolved_policy no_policy(std::chrono::nanoseconds server_default_ttl) {
+    resolved_policy p;
+    p.eviction_ttl = server_default_ttl;
+    return p;
+  }
+
   friend bool operator==(const resolved_policy& a, const resolved_policy& b) {
     return a.eviction_ttl == b.eviction_ttl && a.eviction == b.eviction &&
            a.minimum_prefix_tokens == b.minimum_prefix_tokens &&
@@ -55,6 +63,7 @@ struct resolved_policy {
            a.enable_chain_matching == b.enable_chain_matching &&
            a.require_chain == b.require_chain && a.enable_tenant_hot == b.enable_tenant_hot;
   }
+  friend bool operator!=(const resolved_policy& a, const resolved_policy& b) { return !(a == b); }
 };
 
 /// A tenant quota (CacheTenant.maxIndexEntries): nullopt = unbounded, 0 = admit nothing.

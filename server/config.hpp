@@ -1,0 +1,82 @@
+// The server's command line: every flag of spec/extensions.md §2, typed, defaulted and
+// validated once, here in the composition root. Libraries never read flags.
+//
+//   auto parsed = ic::server::parse_command_line(argc, argv);
+//   if (auto* exit = std::get_if<ic::server::early_exit>(&parsed)) { ...print, return code }
+//   const ic::server::server_config& cfg = std::get<ic::server::server_config>(parsed);
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+
+namespace ic::server {
+
+/// Log line encoding (`--log-format`).
+enum class log_format { json, text };
+
+/// Everything the server is configured with; each field notes its flag and default.
+struct server_config {
+  /// `--grpc-bind-address`, default ":9090" (host may be empty = all interfaces).
+  std::string grpc_bind_address = ":9090";
+  /// `--http-bind-address`, default ":8080": /healthz, /readyz, /metrics.
+  std::string http_bind_address = ":8080";
+  /// `--snapshot-bind-address`, default ":8081": /snapshot, /policy, /probe (auth-gated).
+  std::string snapshot_bind_address = ":8081";
+  /// `--insecure-disable-auth`, default false: leave the admin port open (local dev only).
+  bool insecure_disable_auth = false;
+  /// `--admin-token-file`, default none: file holding the admin bearer token.
+  std::string admin_token_file;
+  /// The token read from `admin_token_file`, whitespace-trimmed (never empty when set).
+  std::string admin_token;
+  /// `--tls-cert-file` / `--tls-key-file`, default none: gRPC TLS, both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  /// `--engine-block-size`, default 16; non-positive values are ignored (keep 16).
+  int engine_block_size = 16;
+  /// `--log-format`, default json.
+  log_format format = log_format::json;
+  /// `--log-level`, default "info": one of debug, info, warn, error.
+  std::string log_level = "info";
+  /// `--tokenizer-models-dir`, default none: no tokenizer is built in, so it is ignored
+  /// with a warning and prompt_text lookups fail open.
+  std::string tokenizer_models_dir;
+  /// `--data-dir`, default "./data": journal and snapshots. Created if missing.
+  std::string data_dir = "./data";
+  /// `--journal-fsync`, default false: fsync (group-committed) before acknowledging.
+  bool journal_fsync = false;
+  /// `--policy-file`, default none: a /policy JSON body applied at startup.
+  std::string policy_file;
+  /// `--max-index-entries`, default 1000000: global (key x replica) cap; 0 = unbounded.
+  std::int64_t max_index_entries = 1000000;
+  /// `--default-ttl`, default 30m: entry TTL when no policy sets one.
+  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  /// `--sweep-interval`, default 1m: TTL sweep period.
+  std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
+  /// `--metrics-stream-interval`, default 5s: StreamMetrics push period.
+  std::chrono::nanoseconds metrics_stream_interval = std::chrono::seconds(5);
+  /// `--max-recv-message-bytes`, default 16 MiB: larger gRPC messages get RESOURCE_EXHAUSTED.
+  int max_recv_message_bytes = 16 * 1024 * 1024;
+};
+
+/// Parsing ended without a config: print `message` (to stdout for code 0, else one line on
+/// stderr) and exit with `code` (0 for --help/--version, 2 for any invalid input).
+struct early_exit {
+  int code;
+  std::string message;
+};
+
+/// Parses and validates `argv`; reads the admin token file. Never exits the process.
+std::variant<server_config, early_exit> parse_command_line(int argc, const char* const* argv);
+
+/// Returns "host:port" for gRPC from a Go-style bind address (":9090" -> "0.0.0.0:9090").
+std::string grpc_listen_address(const std::string& bind);
+
+/// Returns the civetweb `listening_ports` value for a Go-style bind address.
+std::string http_listen_address(const std::string& bind);
+
+/// The server's version string.
+inline constexpr const char* server_version = "0.1.0";
+
+}  // namespace ic::server

@@ -1,0 +1,146 @@
+#include "server/config.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace ic::server {
+namespace {
+
+std::variant<server_config, early_exit> parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "inferencecache-server");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  return parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+int exit_code(const std::variant<server_config, early_exit>& r) {
+  auto* e = std::get_if<early_exit>(&r);
+  return e ? e->code : -1;
+}
+
+std::string exit_message(const std::variant<server_config, early_exit>& r) {
+  auto* e = std::get_if<early_exit>(&r);
+  return e ? e->message : "";
+}
+
+TEST(ServerConfig, DefaultsMatchTheSpecWithInsecureAuth) {
+  auto r = parse({"--insecure-disable-auth"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(r)) << exit_message(r);
+  const auto& c = std::get<server_config>(r);
+  EXPECT_EQ(c.grpc_bind_address, ":9090");
+  EXPECT_EQ(c.http_bind_address, ":8080");
+  EXPECT_EQ(c.snapshot_bind_address, ":8081");
+  EXPECT_TRUE(c.insecure_disable_auth);
+  EXPECT_EQ(c.engine_block_size, 16);
+  EXPECT_EQ(c.format, log_format::json);
+  EXPECT_EQ(c.log_level, "info");
+  EXPECT_EQ(c.data_dir, "./data");
+  EXPECT_FALSE(c.journal_fsync);
+  EXPECT_EQ(c.max_index_entries, 1000000);
+  EXPECT_EQ(c.default_ttl, std::chrono::minutes(30));
+  EXPECT_EQ(c.sweep_interval, std::chrono::minutes(1));
+  EXPECT_EQ(c.metrics_stream_interval, std::chrono::seconds(5));
+  EXPECT_EQ(c.max_recv_message_bytes, 16777216);
+}
+
+TEST(ServerConfig, NeitherAuthFlagExitsTwoWithOneLine) {
+  auto r = parse({});
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(exit_message(r).find("--insecure-disable-auth"), std::string::npos);
+  EXPECT_EQ(exit_message(r).find('\n'), std::string::npos);
+}
+
+TEST(ServerConfig, BothAuthFlagsExitTwo) {
+  char path[] = "/tmp/ic_token_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::write(fd, "s3cret\n", 7);
+  ::close(fd);
+  EXPECT_EQ(exit_code(parse({"--insecure-disable-auth", std::string("--admin-token-file=") + path})), 2);
+  auto ok = parse({std::string("--admin-token-file=") + path});
+  ASSERT_TRUE(std::holds_alternative<server_config>(ok)) << exit_message(ok);
+  EXPECT_EQ(std::get<server_config>(ok).admin_token, "s3cret");
+  std::remove(path);
+}
+
+TEST(ServerConfig, MissingOrEmptyTokenFileExitsTwo) {
+  EXPECT_EQ(exit_code(parse({"--admin-token-file=/nonexistent/token"})), 2);
+  char path[] = "/tmp/ic_token_XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ::write(fd, "  \n", 3);
+  ::close(fd);
+  EXPECT_EQ(exit_code(parse({std::string("--admin-token-file=") + path})), 2);
+  std::remove(path);
+}
+
+TEST(ServerConfig, UnknownFlagExitsTwo) {
+  auto r = parse({"--insecure-disable-auth", "--no-such-flag=1"});
+  EXPECT_EQ(exit_code(r), 2);
+  EXPECT_NE(exit_message(r).find("no-such-flag"), std::string::npos);
+}
+
+TEST(ServerConfig, BadValuesExitTwo) {
+  const std::vector<std::vector<std::string>> bad = {
+      {"--log-format=xml"},
+      {"--log-level=verbose"},
+      {"--default-ttl=30"},
+      {"--default-ttl=abc"},
+      {"--sweep-interval=-"},
+      {"--max-index-entries=-1"},
+      {"--max-index-entries=lots"},
+      {"--max-recv-message-bytes=0"},
+      {"--engine-block-size=x"},
+      {"--journal-fsync=maybe"},
+      {"--grpc-bind-address=9090"},
+      {"--http-bind-address=:99999"},
+      {"--tls-cert-file=/tmp/cert.pem"},
+      {"--allowed-controller-sa=system:serviceaccount:x:y"},
+  };
+  for (auto args : bad) {
+    args.push_back("--insecure-disable-auth");
+    auto r = parse(args);
+    EXPECT_EQ(exit_code(r), 2) << args[0];
+    EXPECT_EQ(exit_message(r).find('\n'), std::string::npos) << args[0];
+  }
+}
+
+TEST(ServerConfig, AcceptsGoStyleSpellings) {
+  auto r = parse({"-insecure-disable-auth", "--log-format", " TEXT ", "--log-level=warning",
+                  "--journal-fsync", "--default-ttl=1h30m", "--sweep-interval=500ms",
+                  "--engine-block-size=-3", "--grpc-bind-address=127.0.0.1:0",
+                  "--max-index-entries=0"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(r)) << exit_message(r);
+  const auto& c = std::get<server_config>(r);
+  EXPECT_EQ(c.format, log_format::text);
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_TRUE(c.journal_fsync);
+  EXPECT_EQ(c.default_ttl, std::chrono::minutes(90));
+  EXPECT_EQ(c.sweep_interval, std::chrono::milliseconds(500));
+  EXPECT_EQ(c.engine_block_size, 16);
+  EXPECT_EQ(c.max_index_entries, 0);
+  auto f = parse({"--insecure-disable-auth=true", "--journal-fsync=false"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(f)) << exit_message(f);
+  EXPECT_FALSE(std::get<server_config>(f).journal_fsync);
+}
+
+TEST(ServerConfig, HelpAndVersionExitZero) {
+  auto h = parse({"--help"});
+  EXPECT_EQ(exit_code(h), 0);
+  EXPECT_NE(exit_message(h).find("--data-dir"), std::string::npos);
+  EXPECT_EQ(exit_code(parse({"--version"})), 0);
+}
+
+TEST(ServerConfig, BindAddressesTranslateForGrpcAndCivetweb) {
+  EXPECT_EQ(grpc_listen_address(":9090"), "0.0.0.0:9090");
+  EXPECT_EQ(grpc_listen_address("127.0.0.1:0"), "127.0.0.1:0");
+  EXPECT_EQ(http_listen_address(":8080"), "8080");
+  EXPECT_EQ(http_listen_address("127.0.0.1:8080"), "127.0.0.1:8080");
+}
+
+}  // namespace
+}  // namespace ic::server

@@ -1,0 +1,96 @@
+#include "server/logging.hpp"
+
+#include <chrono>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace ic::server {
+namespace {
+
+log_format g_format = log_format::json;
+
+// Marks a payload that log_event already rendered, so the formatter only adds the envelope.
+constexpr char kPreRendered = '\x1e';
+
+std::string utc_now() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t secs = std::chrono::system_clock::to_time_t(now);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() %
+            1000;
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char out[48];
+  std::snprintf(out, sizeof out, "%s.%03dZ", buf, static_cast<int>(ms));
+  return out;
+}
+
+// Formats each record as one JSON object or one text line; see the header.
+class line_formatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    std::string payload(msg.payload.data(), msg.payload.size());
+    std::string level(spdlog::level::to_string_view(msg.level).data(),
+                      spdlog::level::to_string_view(msg.level).size());
+    if (level == "warning") level = "warn";
+    std::string line;
+    const bool pre = !payload.empty() && payload.front() == kPreRendered;
+    if (pre) payload.erase(0, 1);
+    if (g_format == log_format::json) {
+      nlohmann::ordered_json head;
+      head["time"] = utc_now();
+      head["level"] = level;
+      if (pre) {
+        // payload is a JSON object of msg + fields: splice it after time and level.
+        std::string h = head.dump();
+        h.pop_back();
+        line = h + "," + payload.substr(1);
+      } else {
+        head["msg"] = payload;
+        line = head.dump();
+      }
+    } else {
+      for (auto& c : level) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      line = utc_now() + " " + level + " " + payload;
+    }
+    line += '\n';
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<line_formatter>();
+  }
+};
+
+}  // namespace
+
+void configure_logging(log_format format, const std::string& level) {
+  g_format = format;
+  auto logger = std::make_shared<spdlog::logger>(
+      "inferencecache", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+  logger->set_formatter(std::make_unique<line_formatter>());
+  logger->set_level(spdlog::level::from_str(level == "warn" ? "warning" : level));
+  logger->flush_on(spdlog::level::trace);
+  spdlog::set_default_logger(std::move(logger));
+}
+
+void log_event(spdlog::level::level_enum level, const std::string& msg,
+               std::initializer_list<std::pair<std::string, std::string>> fields) {
+  if (!spdlog::default_logger_raw()->should_log(level)) return;
+  std::string rendered(1, kPreRendered);
+  if (g_format == log_format::json) {
+    nlohmann::ordered_json obj;
+    obj["msg"] = msg;
+    for (const auto& [k, v] : fields) obj[k] = v;
+    rendered += obj.dump();
+  } else {
+    rendered += msg;
+    for (const auto& [k, v] : fields) rendered += " " + k + "=" + v;
+  }
+  spdlog::default_logger_raw()->log(level, "{}", rendered);
+}
+
+}  // namespace ic::server

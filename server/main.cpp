@@ -1,0 +1,40 @@
+// inferencecache-server: parse flags, block signals, run the app until SIGTERM/SIGINT.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include "server/config.hpp"
+#include "server/logging.hpp"
+#include "server/server_app.hpp"
+
+int main(int argc, char** argv) {
+  auto parsed = ic::server::parse_command_line(argc, argv);
+  if (auto* exit = std::get_if<ic::server::early_exit>(&parsed)) {
+    if (exit->code == 0) {
+      std::cout << exit->message;
+    } else {
+      std::cerr << "inferencecache-server: " << exit->message << "\n";
+    }
+    return exit->code;
+  }
+  const auto& cfg = std::get<ic::server::server_config>(parsed);
+  ic::server::configure_logging(cfg.format, cfg.log_level);
+
+  // Block the shutdown signals before any thread exists, so only sigwait below sees them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  ic::server::server_app app(cfg);
+  if (int rc = app.start(); rc != 0) {
+    app.stop();
+    return rc;
+  }
+  int sig = 0;
+  sigwait(&signals, &sig);
+  app.stop();
+  return 0;
+}

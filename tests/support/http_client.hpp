@@ -1,0 +1,21 @@
+// A tiny blocking HTTP/1.1 client for tests: one request per connection, loopback only.
+#pragma once
+
+#include <map>
+#include <string>
+
+namespace ic::test {
+
+/// A parsed HTTP response; status 0 means the request could not be made.
+struct http_result {
+  int status = 0;
+  std::map<std::string, std::string> headers;  ///< names lower-cased
+  std::string body;
+};
+
+/// Sends `method path` to 127.0.0.1:`port` with optional extra headers and body.
+http_result http_call(int port, const std::string& method, const std::string& path,
+                      const std::map<std::string, std::string>& headers = {},
+                      const std::string& body = "");
+
+}  // namespace ic::test
