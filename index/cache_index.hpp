@@ -1,0 +1,231 @@
+// The cache-aware routing index: every tenant's prefix entries, replica stats and the small
+// cross-tenant facts the contract needs (spec/lookup.md §2–§4, extensions.md §4–§5).
+//
+// `cache_index` owns one `tenant_partition` per tenant plus a `global_facts` record (total
+// entries, reserved entries, total keys: the global cap and the cold-start carve-out read
+// these). It is plain single-threaded C++: the owner serialises every call (an actor), and
+// no method reads a clock — time is always an argument, so feeding the same timestamped
+// inputs to two indexes gives the same state (deterministic replay).
+//
+//   ic::index::cache_index idx;                      // cap 1,000,000, TTL 30 min
+//   idx.ingest(update, now_us);                      // ReportCacheState message
+//   idx.apply_event(event, now_us);                  // PublishEvent
+//   auto r = idx.lookup(request, policy, now_us);    // §3.3 orchestrator
+//   idx.sweep(now_us);                               // every sweep interval
+//
+// The handler steps of LookupRoute (policy gates, dual input, floors, affinity, LFU credit)
+// live in index/route_lookup.hpp and call into this class.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "index/types.hpp"
+#include "policy/resolved_policy.hpp"
+
+namespace ic::index {
+
+class tenant_partition;
+
+/// Index constants (spec/lookup.md §2.5); the defaults are the reference values.
+struct index_options {
+  /// Global cap on non-reserved (key × replica) entries; 0 = unbounded. Default 1,000,000.
+  std::int64_t max_entries = 1'000'000;
+  /// TTL of tenants without a policy (`set_tenant_policy`). Default 30 min.
+  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  /// Pressure weight w in clamp(1 − w·p, 0, 1). Default 1.0.
+  float pressure_weight = 1.0f;
+  /// TTFT below which (and above 0) an SLO is tight. Default 200 ms.
+  std::int32_t slo_tight_ttft_ms = 200;
+  /// Bias coefficient of a tight SLO. Default 1.0.
+  float slo_tight_bias = 1.0f;
+  /// Minimum hit rate (>=) for TENANT_HOT. Default 0.1.
+  float tenant_hot_min_hit_rate = 0.1f;
+  /// Maximum stats age (strict <) for TENANT_HOT; <= 0 disables TENANT_HOT. Default 5 min.
+  std::chrono::nanoseconds tenant_hot_max_age = std::chrono::minutes(5);
+};
+
+/// The index-level lookup request (built by the handler, spec/lookup.md §3.1 H8).
+struct index_lookup_request {
+  std::string_view tenant;
+  std::string_view model;
+  std::string_view hash_scheme;
+  std::string_view adapter;
+  /// Exact key and its token count (used when the chain is empty).
+  std::string exact_key;
+  std::int32_t exact_count = 0;
+  /// Chain hashes and counts; a request is chain-bearing iff either is non-empty.
+  std::vector<std::string> chain_hashes;
+  std::vector<std::int32_t> chain_counts;
+  std::int32_t ttft_ms = 0;
+  std::int32_t tbt_ms = 0;
+};
+
+/// Outcome class of an index lookup (§3.3).
+enum class lookup_strategy : std::uint8_t {
+  none = 0,
+  prefix_match,
+  tenant_hot,
+  unknown_tenant,
+  unknown_model,
+  unknown_hash_scheme,
+};
+
+/// Returns the reason-code string of a strategy (NONE reads as NO_HINT).
+std::string_view reason_code_of(lookup_strategy s);
+
+/// Identifies one (key, replica) entry for LFU credit; valid until the next mutation.
+struct entry_ref {
+  std::uint32_t tenant_slot = 0;
+  std::uint32_t key = 0;
+  std::uint32_t replica = 0;
+};
+
+/// One scored replica of an index lookup, with the entries that earned its matched tokens.
+struct scored_replica {
+  replica_score score;
+  /// LFU hits (recorded only in LFU tenants).
+  std::vector<entry_ref> hits;
+};
+
+/// Result of `cache_index::lookup`.
+struct index_lookup_result {
+  lookup_strategy strategy = lookup_strategy::none;
+  /// Sorted score desc, replica_id asc.
+  std::vector<scored_replica> scores;
+};
+
+/// A read-only view of one (key, replica) entry, for tests and tools.
+struct entry_view {
+  std::int32_t token_count = 0;
+  micros last_seen = 0;
+  /// Wire tier as reported back (0 for unknown/negative tiers).
+  std::int32_t tier = 0;
+  std::int64_t access_count = 0;
+};
+
+/// Cross-tenant facts. Each partition updates them as it adds and removes; after a split
+/// into per-tenant actors these become atomics (or a coordinator) with the same meaning.
+struct global_facts {
+  /// (key × replica) entries of every tenant.
+  std::int64_t total_entries = 0;
+  /// Subset of `total_entries` belonging to the reserved tenant.
+  std::int64_t reserved_entries = 0;
+  /// Distinct prefix keys of every tenant, reserved included (cold-start carve-out).
+  std::int64_t total_keys = 0;
+};
+
+/// Memory accounting of the index's own data structures (bytes, approximate).
+struct memory_breakdown {
+  std::size_t key_records = 0;
+  std::size_t replica_arrays = 0;
+  std::size_t hash_slots = 0;
+  std::size_t order_refs = 0;
+  std::size_t other = 0;
+  std::size_t total() const { return key_records + replica_arrays + hash_slots + order_refs + other; }
+};
+
+/// The whole index: every tenant's partition plus `global_facts`.
+class cache_index {
+ public:
+  /// Creates an empty index with the given constants.
+  explicit cache_index(index_options options = {});
+  ~cache_index();
+  cache_index(const cache_index&) = delete;
+  cache_index& operator=(const cache_index&) = delete;
+
+  /// Installs a tenant's resolved policy (TTL, eviction mode for cap/LFU). Tenants without
+  /// one use `resolved_policy::no_policy()` with `options.default_ttl`.
+  void set_tenant_policy(std::string_view tenant, const policy::resolved_policy& policy);
+  /// Installs a tenant's quota (nullopt = unbounded, negative clamped to 0). Enforced at the
+  /// tenant's next ingest (§4.5). The reserved tenant never has one.
+  void set_tenant_quota(std::string_view tenant, policy::tenant_quota quota);
+
+  /// Applies one CacheStateUpdate (§2.6) at `now`; records changes in `changes` when given.
+  /// Producers' reserved-tenant messages are skipped (RESERVED_TENANT).
+  ingest_result ingest(const cache_state_update& update, micros now,
+                       change_log* changes = nullptr,
+                       input_origin origin = input_origin::producer);
+  /// Applies one CacheEvent (§2.7) at `now`.
+  event_result apply_event(const cache_event& event, micros now, change_log* changes = nullptr,
+                           input_origin origin = input_origin::producer);
+  /// Removes every entry and stats row whose age at `now` reaches its tenant's TTL (§4.7).
+  sweep_result sweep(micros now, change_log* changes = nullptr);
+
+  /// Runs the §3.3 orchestrator: exact / chain match, TENANT_HOT, miss classifier. The TTL
+  /// and eviction mode come from `policy`. Does not credit LFU (see `credit_lfu`).
+  index_lookup_result lookup(const index_lookup_request& request,
+                             const policy::resolved_policy& policy, micros now) const;
+  /// Returns the §3.10 affinity pick for `seed` among the scope's serving replicas, or
+  /// nullopt (empty tenant/model/scheme, empty seed or no serving replica).
+  std::optional<std::string> affinity_pick(std::string_view tenant, std::string_view model,
+                                           std::string_view hash_scheme,
+                                           std::string_view seed) const;
+  /// Adds 1 to the LFU counter of every hit of `replicas` (§3.12); stale refs are skipped.
+  void credit_lfu(const std::vector<scored_replica>& replicas);
+
+  /// Returns the GetCacheState view (§4.3) of (tenant, model).
+  cache_state_view get_cache_state(std::string_view tenant, std::string_view model) const;
+  /// Returns the /snapshot aggregate (operations.md §3.3). O(entries).
+  snapshot_view snapshot() const;
+  /// Returns distinct keys per model over non-reserved tenants (`index_entries{model}`),
+  /// sorted by model; models with 0 keys are absent.
+  std::vector<std::pair<std::string, std::int64_t>> entries_by_model() const;
+
+  /// Returns the cross-tenant facts.
+  const global_facts& facts() const { return facts_; }
+  /// Returns the options the index was built with.
+  const index_options& options() const { return options_; }
+  /// Returns the number of distinct keys of `tenant` (prefixes_by_tenant).
+  std::int64_t tenant_keys(std::string_view tenant) const;
+  /// Returns the number of distinct keys of (tenant, model) (prefixes_by_tenant_model).
+  std::int64_t model_keys(std::string_view tenant, std::string_view model) const;
+  /// Returns serving_by_scope[(tenant, model, scheme)] as (replica, key count), sorted.
+  std::vector<std::pair<std::string, std::int64_t>> serving(std::string_view tenant,
+                                                            std::string_view model,
+                                                            std::string_view hash_scheme) const;
+  /// Returns the (key, replica) entry, if present.
+  std::optional<entry_view> find_entry(std::string_view tenant, std::string_view model,
+                                       std::string_view hash_scheme, std::string_view adapter,
+                                       std::string_view prefix_hash,
+                                       std::string_view replica) const;
+  /// Returns a canonical, sorted text dump of the whole state (entries, stats, counters);
+  /// two indexes with equal dumps answer every query the same.
+  std::vector<std::string> canonical_dump() const;
+  /// Returns the bytes held by the index's data structures.
+  memory_breakdown memory_usage() const;
+
+ private:
+  tenant_partition* find_partition(std::string_view tenant) const;
+  tenant_partition& partition(std::string_view tenant);
+  void enforce_cap(micros now, change_log* changes, ingest_result& result);
+  const policy::resolved_policy& policy_of(std::string_view tenant) const;
+
+  index_options options_;
+  global_facts facts_;
+  policy::resolved_policy default_policy_;
+  std::map<std::string, policy::resolved_policy, std::less<>> policies_;
+  std::map<std::string, std::int64_t, std::less<>> quotas_;
+  /// Partitions by tenant name (sorted: snapshot order); `slots_` indexes them stably.
+  std::map<std::string, tenant_partition*, std::less<>> by_name_;
+  std::vector<std::unique_ptr<tenant_partition>> slots_;
+};
+
+/// Returns freshness(now, t, ttl) of §3.6 (float64 on nanoseconds, narrowed to float32).
+float freshness(micros now, micros t, std::chrono::nanoseconds ttl);
+/// Returns DP(m, total) of §3.6 (float64).
+double distinguishing_power(std::int64_t m, std::int64_t total);
+/// Returns worst(a, b) of §3.5 on wire tier values (UNSPECIFIED wins, else the colder).
+std::int32_t worst_tier(std::int32_t a, std::int32_t b);
+/// Returns the §3.10 affinity seed of a resolved chain: concat of uint32_be(len) ‖ hash.
+std::string chain_affinity_seed(const std::vector<std::string>& chain);
+/// Returns the index into `n` candidates picked by SHA-256(seed) (§3.10); n must be > 0.
+std::size_t affinity_index(std::string_view seed, std::size_t n);
+
+}  // namespace ic::index

@@ -1,0 +1,1385 @@
+// Index-layer scenarios of spec/lookup.md §6 ([index] rows), plus extensions.md §4–§5.
+#include "index/cache_index.hpp"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+
+#include <gtest/gtest.h>
+
+#include "index/test_support.hpp"
+
+namespace ic::index {
+namespace {
+
+using namespace ic::index::testing;
+using std::chrono::hours;
+using std::chrono::minutes;
+
+const policy::resolved_policy no_policy = policy::resolved_policy::no_policy();
+
+// ------------------------------------------------------------------ §6.1 ingest / matching
+
+TEST(CacheIndex, ExactMatchRanksByTokensAndRefreshReorders) {  // S1
+  cache_index idx;
+  auto pol = with_ttl(hours(1));
+  idx.ingest(update("a", {legacy("p1", 100)}), t0);
+  idx.ingest(update("b", {legacy("p1", 50)}), t0);
+  idx.ingest(update("c", {legacy("decoy", 1)}), t0);
+  auto r = idx.lookup(exact("p1"), pol, t0);
+  ASSERT_EQ(ids(r), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 100);
+  idx.ingest(update("b", {legacy("p1", 50)}), t0 + 50 * minute);
+  r = idx.lookup(exact("p1"), pol, t0 + 50 * minute);
+  ASSERT_EQ(ids(r), (std::vector<std::string>{"b", "a"}));
+  EXPECT_NEAR(r.scores[1].score.estimated_cache_hit_prob, 1.0 / 6.0, 1e-4);
+}
+
+TEST(CacheIndex, RepeatedIdenticalUpdateIsIdempotent) {  // S2
+  cache_index idx;
+  for (int i = 0; i < 3; ++i) idx.ingest(update("r", {legacy("p", 64)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p"), no_policy, t0).scores.size(), 1u);
+  EXPECT_EQ(idx.model_keys("t", "m"), 1);
+  EXPECT_EQ(idx.facts().total_entries, 1);
+}
+
+TEST(CacheIndex, PrefixAddedEventDoesNotRefresh) {  // S3
+  cache_index idx;
+  idx.set_tenant_policy("t", with_ttl(minutes(10)));
+  idx.ingest(update("r", {legacy("p", 64)}, "t", "m", "vllm"), t0);
+  idx.ingest(update("r", {legacy("p", 64)}, "t", "m", "sglang"), t0);
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::prefix_added);
+  ev.tenant_id = "t";
+  ev.model_id = "m";
+  ev.replica_id = "r";
+  ev.prefix_hash = "p";
+  EXPECT_FALSE(idx.apply_event(ev, t0 + 9 * minute).applied);
+  idx.sweep(t0 + 11 * minute);
+  auto pol = with_ttl(minutes(10));
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "vllm"), pol, t0 + 11 * minute).scores.empty());
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "sglang"), pol, t0 + 11 * minute).scores.empty());
+  EXPECT_EQ(idx.facts().total_entries, 0);
+}
+
+TEST(CacheIndex, UnspecifiedTierIngestsAsT1) {  // S4
+  cache_index idx;
+  idx.ingest(update("a", {legacy("p1", 64)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p1"), no_policy, t0).scores.at(0).score.tier, 1);
+}
+
+TEST(CacheIndex, ChainWithoutTierReportsT1) {  // S5
+  cache_index idx;
+  idx.ingest(update("a", {chain({"b1", "b2", "b3"}, 16)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 1u);
+  EXPECT_EQ(r.scores[0].score.tier, 1);
+}
+
+TEST(CacheIndex, ExplicitT2TierIsReported) {  // S6
+  cache_index idx;
+  idx.ingest(update("a", {legacy("p1", 64, 2)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p1"), no_policy, t0).scores.at(0).score.tier, 2);
+}
+
+TEST(CacheIndex, ChainWalkAccumulatesRequestCountsNotStoredCounts) {  // S7
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 64)}), t0);
+  auto r = idx.lookup(chain_query({"p", "x", "y"}, 16), no_policy, t0);
+  ASSERT_EQ(ids(r), std::vector<std::string>{"r"});
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 16);
+}
+
+TEST(CacheIndex, MalformedChainIsDroppedWithReason) {  // S8
+  cache_index idx;
+  prefix_entry p = chain({"a", "b", "c"}, 16);
+  p.block_token_counts = {16};
+  auto res = idx.ingest(update("r", {p}), t0);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+  EXPECT_EQ(res.dropped_malformed_chain, 1);
+  EXPECT_EQ(res.first_drop_reason, drop_reason::malformed_chain);
+}
+
+TEST(CacheIndex, EmptyHashSchemeSkipsPrefixesButKeepsStats) {  // S9
+  cache_index idx;
+  auto u = update("r", {chain({"a", "b"}, 16), legacy("p", 4)}, "t", "m", "");
+  u.stats = stats(0.5f);
+  auto res = idx.ingest(u, t0);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+  EXPECT_EQ(res.dropped_empty_hash_scheme, 2);
+  EXPECT_EQ(res.first_drop_reason, drop_reason::empty_hash_scheme);
+  EXPECT_EQ(idx.get_cache_state("t", "m").replicas.size(), 1u);
+}
+
+TEST(CacheIndex, HashesWithoutCountsIndexNothing) {  // S10
+  cache_index idx;
+  prefix_entry p;
+  p.block_hashes = {"a", "b"};
+  idx.ingest(update("r", {p}), t0);
+  EXPECT_EQ(idx.facts().total_keys, 0);
+}
+
+TEST(CacheIndex, CountsWithoutHashesDoNotFallBackToLegacy) {  // S11
+  cache_index idx;
+  prefix_entry p = legacy("legacy-p", 64);
+  p.block_token_counts = {16, 16};
+  auto res = idx.ingest(update("r", {p}), t0);
+  EXPECT_EQ(idx.facts().total_keys, 0);
+  EXPECT_EQ(res.dropped_malformed_chain, 1);
+}
+
+TEST(CacheIndex, ChainPlusLegacyHashIndexesBoth) {  // S12
+  cache_index idx;
+  prefix_entry p = chain({"b1", "b2", "b3"}, 16);
+  p.prefix_hash = "legacy-full";
+  p.token_count = 128;
+  idx.ingest(update("r", {p}), t0);
+  EXPECT_EQ(idx.tenant_keys("t"), 4);
+  EXPECT_EQ(idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0)
+                .scores.at(0).score.matched_tokens, 48);
+  EXPECT_EQ(idx.lookup(exact("legacy-full"), no_policy, t0).scores.at(0).score.matched_tokens, 128);
+}
+
+TEST(CacheIndex, ChainBlocksStoreCumulativeCounts) {
+  cache_index idx;
+  prefix_entry p = chain({"b1", "b2", "b3"}, 16);
+  p.block_token_counts = {16, 32, 8};
+  idx.ingest(update("r", {p}), t0);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b2", "r")->token_count, 48);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b3", "r")->token_count, 56);
+}
+
+TEST(CacheIndex, MissingExactKeyIsEmpty) {  // S13
+  cache_index idx;
+  idx.ingest(update("r", {legacy("known", 10)}), t0);
+  auto r = idx.lookup(exact("missing"), no_policy, t0);
+  EXPECT_TRUE(r.scores.empty());
+  EXPECT_EQ(r.strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, OtherHashSchemeDoesNotMatch) {  // S14
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}, "t", "m", "vllm"), t0);
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "sglang"), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, SameBytesUnderTwoSchemesStaySeparate) {  // S15
+  cache_index idx;
+  idx.ingest(update("vllm-replica-0", {legacy("p", 32)}, "t", "m", "vllm"), t0);
+  idx.ingest(update("sglang-replica-0", {legacy("p", 32)}, "t", "m", "sglang"), t0);
+  EXPECT_EQ(ids(idx.lookup(exact("p", 0, "t", "m", "vllm"), no_policy, t0)),
+            std::vector<std::string>{"vllm-replica-0"});
+  EXPECT_EQ(ids(idx.lookup(exact("p", 0, "t", "m", "sglang"), no_policy, t0)),
+            std::vector<std::string>{"sglang-replica-0"});
+}
+
+TEST(CacheIndex, EmptySchemeIngestIndexesNothingAndEmptySchemeLookupNeverMatches) {  // S16
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 32)}, "t", "m", ""), t0);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+  idx.ingest(update("r", {legacy("p", 32)}, "t", "m", "vllm"), t0);
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", ""), no_policy, t0).scores.empty());
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm"), no_policy, t0).scores.size(), 1u);
+}
+
+TEST(CacheIndex, TenantsAreIsolated) {  // S17
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 32)}, "tenant-a"), t0);
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "tenant-b"), no_policy, t0).scores.empty());
+  EXPECT_EQ(idx.lookup(exact("p", 0, "tenant-a"), no_policy, t0).scores.size(), 1u);
+}
+
+TEST(CacheIndex, ChainWalkReturnsLongestCommonRunPerReplica) {  // S18
+  cache_index idx;
+  idx.ingest(update("A", {chain({"b1", "b2", "b3", "x4", "x5"}, 16)}), t0);
+  idx.ingest(update("B", {chain({"b1", "b2", "y3", "y4", "y5"}, 16)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3", "b4", "b5"}, 16), no_policy, t0);
+  ASSERT_EQ(ids(r), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 48);
+  EXPECT_EQ(r.scores[1].score.matched_tokens, 32);
+}
+
+TEST(CacheIndex, FullChainMatchesAllBlocks) {  // S19
+  cache_index idx;
+  idx.ingest(update("r", {chain({"b1", "b2", "b3", "b4"}, 16)}), t0);
+  EXPECT_EQ(idx.lookup(chain_query({"b1", "b2", "b3", "b4"}, 16), no_policy, t0)
+                .scores.at(0).score.matched_tokens, 64);
+}
+
+TEST(CacheIndex, ChainRunReportsColdestTier) {  // S20
+  cache_index idx;
+  idx.ingest(update("r", {legacy("b1", 16, 2)}), t0);
+  idx.ingest(update("r", {legacy("b2", 32, 1)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2"}, 16), no_policy, t0);
+  EXPECT_EQ(r.scores.at(0).score.matched_tokens, 32);
+  EXPECT_EQ(r.scores.at(0).score.tier, 2);
+}
+
+TEST(CacheIndex, DisjointChainIsEmpty) {  // S21
+  cache_index idx;
+  idx.ingest(update("r", {chain({"h1", "h2", "h3"}, 16)}), t0);
+  EXPECT_TRUE(idx.lookup(chain_query({"q1", "q2", "q3"}, 16), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, ChainUnderOtherSchemeIsEmpty) {  // S22
+  cache_index idx;
+  idx.ingest(update("r", {chain({"b1", "b2"}, 16)}, "t", "m", "vllm"), t0);
+  EXPECT_TRUE(
+      idx.lookup(chain_query({"b1", "b2"}, 16, "t", "m", "sglang"), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, ChainFreshnessUsesOldestMatchedBlock) {  // S23
+  cache_index idx;
+  auto pol = with_ttl(minutes(10));
+  idx.ingest(update("r", {legacy("b1", 16)}), t0);
+  idx.ingest(update("r", {legacy("b2", 32), legacy("b3", 48)}), t0 + 8 * minute);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), pol, t0 + 8 * minute);
+  ASSERT_EQ(r.scores.size(), 1u);
+  EXPECT_NEAR(r.scores[0].score.estimated_cache_hit_prob, 0.2, 1e-5);
+  EXPECT_LT(r.scores[0].score.estimated_cache_hit_prob, 0.5f);
+}
+
+TEST(CacheIndex, MalformedChainLookupHasNoLegacyFallback) {  // S24, S25
+  cache_index idx;
+  idx.ingest(update("r", {legacy("legacy-p", 128)}), t0);
+  auto q = exact("legacy-p", 128);
+  q.chain_hashes = {"a", "b"};
+  q.chain_counts = {16};
+  EXPECT_TRUE(idx.lookup(q, no_policy, t0).scores.empty());
+  auto q2 = exact("legacy-p", 128);
+  q2.chain_counts = {16, 16};
+  EXPECT_TRUE(idx.lookup(q2, no_policy, t0).scores.empty());
+}
+
+// ------------------------------------------------- §6.2 orchestrator, TENANT_HOT, factors
+
+TEST(CacheIndex, PrefixMatchBeatsWarmStatsOnlyReplica) {  // S26
+  cache_index idx;
+  auto u = update("holder", {legacy("p", 32)});
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  idx.ingest(stats_only("warm-only", stats(0.9f)), t0);
+  auto r = idx.lookup(exact("p"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::prefix_match);
+  EXPECT_EQ(ids(r), std::vector<std::string>{"holder"});
+}
+
+TEST(CacheIndex, TenantHotReturnsOnlyWarmServingReplicas) {  // S27
+  cache_index idx;
+  auto w = update("warm", {legacy("other", 1)});
+  w.stats = stats(0.7f, 0.1f);
+  auto c = update("cold", {legacy("other", 1)});
+  c.stats = stats(0.0f, 0.5f);
+  idx.ingest(w, t0);
+  idx.ingest(c, t0);
+  auto r = idx.lookup(exact("novel"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::tenant_hot);
+  EXPECT_EQ(ids(r), std::vector<std::string>{"warm"});
+}
+
+TEST(CacheIndex, StatsOnlyIndexIsColdStart) {  // S28
+  cache_index idx;
+  idx.ingest(stats_only("r", stats(0.9f)), t0);
+  EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, EmptyIndexIsNone) {  // S29, S56
+  cache_index idx;
+  auto r = idx.lookup(exact("novel"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::none);
+  EXPECT_TRUE(r.scores.empty());
+}
+
+TEST(CacheIndex, TenantHotRecencyClampsToOneWhenClockMovesBack) {  // S30
+  cache_index idx;
+  auto u = update("r", {legacy("other", 1)});
+  u.stats = stats(0.5f, 0.0f);
+  idx.ingest(u, t0);
+  auto r = idx.lookup(exact("novel"), no_policy, t0 - 2 * minute);
+  EXPECT_EQ(r.strategy, lookup_strategy::tenant_hot);
+  ASSERT_EQ(r.scores.size(), 1u);
+  EXPECT_EQ(r.scores[0].score.score, 0.5f);
+}
+
+TEST(CacheIndex, TenantHotHasZeroMatchedAndUnspecifiedTier) {  // S31, S58
+  cache_index idx;
+  auto u = update("warm", {legacy("other", 1)});
+  u.stats = stats(0.8f);
+  idx.ingest(u, t0);
+  auto r = idx.lookup(exact("novel"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::tenant_hot);
+  EXPECT_EQ(r.scores.at(0).score.matched_tokens, 0);
+  EXPECT_EQ(r.scores.at(0).score.tier, 0);
+  EXPECT_FLOAT_EQ(r.scores.at(0).score.estimated_cache_hit_prob, 0.8f);
+}
+
+TEST(CacheIndex, TenantHotRespectsMinimumHitRate) {  // S32
+  index_options o;
+  o.tenant_hot_min_hit_rate = 0.5f;
+  cache_index idx(o);
+  auto u = update("r", {legacy("other", 1)});
+  u.stats = stats(0.2f);
+  idx.ingest(u, t0);
+  EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, TenantHotDisabledByZeroMaxAge) {  // S33
+  index_options o;
+  o.tenant_hot_max_age = std::chrono::nanoseconds(0);
+  cache_index idx(o);
+  auto u = update("r", {legacy("other", 1)});
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, TenantHotNeedsServingInRequestedScheme) {  // S34
+  cache_index idx;
+  auto u = update("r", {legacy("other", 1)}, "t", "m", "sglang");
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  auto r = idx.lookup(exact("novel", 0, "t", "m", "vllm"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::unknown_hash_scheme);
+  EXPECT_TRUE(r.scores.empty());
+}
+
+TEST(CacheIndex, SweptPrefixMakesIndexColdEvenWithFreshStats) {  // S35
+  index_options o;
+  o.tenant_hot_max_age = hours(1);
+  cache_index idx(o);
+  idx.set_tenant_policy("t", with_ttl(minutes(10)));
+  auto u = update("r", {legacy("other", 1)});
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  idx.ingest(stats_only("r", stats(0.9f)), t0 + 15 * minute);
+  idx.sweep(t0 + 15 * minute);
+  EXPECT_EQ(idx.lookup(exact("novel"), with_ttl(minutes(10)), t0 + 15 * minute).strategy,
+            lookup_strategy::none);
+}
+
+TEST(CacheIndex, StatsOnlyReplicaGivesNothingAcrossTenantSchemeOrModel) {  // S36, S37, S38
+  cache_index idx;
+  idx.ingest(stats_only("r", stats(0.9f), "tenant-a", "model-a"), t0);
+  EXPECT_EQ(idx.lookup(exact("novel", 0, "tenant-b", "model-a"), no_policy, t0).strategy,
+            lookup_strategy::none);
+  EXPECT_EQ(idx.lookup(exact("novel", 0, "tenant-a", "model-a", ""), no_policy, t0).strategy,
+            lookup_strategy::none);
+  EXPECT_EQ(idx.lookup(exact("novel", 0, "tenant-a", "model-b"), no_policy, t0).strategy,
+            lookup_strategy::none);
+}
+
+TEST(CacheIndex, ExactScoresApplyDistinguishingPower) {  // S39
+  cache_index idx;
+  idx.ingest(update("r1", {legacy("p", 80)}), t0);
+  idx.ingest(update("r2", {legacy("p", 40)}), t0);
+  idx.ingest(update("decoy", {legacy("decoy", 1)}), t0);
+  auto r = idx.lookup(exact("p"), no_policy, t0);
+  ASSERT_EQ(ids(r), (std::vector<std::string>{"r1", "r2"}));
+  EXPECT_NEAR(r.scores[0].score.score, 80.0 / 3, 1e-3);
+  EXPECT_NEAR(r.scores[1].score.score, 40.0 / 3, 1e-3);
+}
+
+std::vector<std::string> pressure_case(float weight, const char* a, int ta, float pa,
+                                       const char* b, int tb, float pb) {
+  index_options o;
+  o.pressure_weight = weight;
+  cache_index idx(o);
+  auto ua = update(a, {legacy("p", ta)});
+  ua.stats = stats(0.0f, pa);
+  auto ub = update(b, {legacy("p", tb)});
+  ub.stats = stats(0.0f, pb);
+  idx.ingest(ua, t0);
+  idx.ingest(ub, t0);
+  idx.ingest(update("decoy", {legacy("decoy", 1)}), t0);
+  return ids(idx.lookup(exact("p"), no_policy, t0));
+}
+
+TEST(CacheIndex, PressureFactorReordersReplicas) {  // S40
+  EXPECT_EQ(pressure_case(1, "saturated", 100, 0.9f, "idle", 100, 0),
+            (std::vector<std::string>{"idle", "saturated"}));
+  EXPECT_EQ(pressure_case(1, "big-but-hot", 100, 0.9f, "small-cool", 50, 0),
+            (std::vector<std::string>{"small-cool", "big-but-hot"}));
+  EXPECT_EQ(pressure_case(0, "big-hot", 100, 0.9f, "small-cool", 50, 0),
+            (std::vector<std::string>{"big-hot", "small-cool"}));
+  EXPECT_EQ(pressure_case(1, "broken", 100, 1.5f, "alive", 1, 0),
+            (std::vector<std::string>{"alive", "broken"}));
+}
+
+std::string slo_first(float bias, std::int32_t ttft) {
+  index_options o;
+  o.slo_tight_ttft_ms = 100;
+  o.slo_tight_bias = bias;
+  cache_index idx(o);
+  auto pol = with_ttl(hours(1));
+  idx.ingest(update("big-old", {legacy("p", 100)}), t0);
+  idx.ingest(update("small-fresh", {legacy("p", 50)}), t0 + 20 * minute);
+  idx.ingest(update("decoy", {legacy("decoy", 1)}), t0 + 20 * minute);
+  auto q = exact("p");
+  q.ttft_ms = ttft;
+  return idx.lookup(q, pol, t0 + 20 * minute).scores.at(0).score.replica_id;
+}
+
+TEST(CacheIndex, TightSloFavoursFreshReplica) {  // S41
+  EXPECT_EQ(slo_first(5, 0), "big-old");
+  EXPECT_EQ(slo_first(5, 500), "big-old");
+  EXPECT_EQ(slo_first(5, 50), "small-fresh");
+}
+
+TEST(CacheIndex, ZeroSloBiasKeepsTokenOrder) {  // S42
+  EXPECT_EQ(slo_first(0, 50), "big-old");
+}
+
+TEST(CacheIndex, WorstTierFold) {  // S43
+  EXPECT_EQ(worst_tier(1, 2), 2);
+  EXPECT_EQ(worst_tier(3, 2), 3);
+  EXPECT_EQ(worst_tier(1, 1), 1);
+  EXPECT_EQ(worst_tier(0, 2), 0);
+  EXPECT_EQ(worst_tier(3, 0), 0);
+}
+
+TEST(CacheIndex, ChainScoresCombinePressureAndDepthPower) {  // S44
+  cache_index idx;
+  auto a = update("big-but-hot", {chain({"b1", "b2", "b3"}, 16)});
+  a.stats = stats(0.0f, 0.9f);
+  auto b = update("small-cool", {chain({"b1", "b2"}, 16)});
+  b.stats = stats(0.0f, 0.0f);
+  idx.ingest(a, t0);
+  idx.ingest(b, t0);
+  idx.ingest(update("decoy", {legacy("decoy", 1)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0);
+  ASSERT_EQ(ids(r), (std::vector<std::string>{"small-cool", "big-but-hot"}));
+  EXPECT_NEAR(r.scores[0].score.score, 32.0 / 3, 1e-3);
+  EXPECT_NEAR(r.scores[1].score.score, 3.2, 1e-3);
+}
+
+TEST(CacheIndex, StaleStatsAreNotTenantHot) {  // S45
+  cache_index idx;
+  auto u = update("stale-warm", {legacy("other", 1)});
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  EXPECT_EQ(idx.lookup(exact("novel"), with_ttl(hours(1)), t0 + 10 * minute).strategy,
+            lookup_strategy::none);
+}
+
+TEST(CacheIndex, StalePressureIsIgnored) {  // S46
+  cache_index idx;
+  auto pol = with_ttl(minutes(10));
+  idx.ingest(stats_only("r", stats(0.0f, 0.9f)), t0);
+  idx.ingest(update("r", {legacy("p", 50)}), t0 + 15 * minute);
+  EXPECT_EQ(idx.lookup(exact("p"), pol, t0 + 15 * minute).scores.at(0).score.score, 50.0f);
+}
+
+TEST(CacheIndex, ReplicaUpdatedKeepsRowAliveButNotWarm) {  // S47
+  cache_index idx;
+  auto pol = with_ttl(minutes(10));
+  idx.set_tenant_policy("t", pol);
+  auto u = update("r", {legacy("p", 50)});
+  u.stats = stats(0.9f, 0.9f);
+  idx.ingest(u, t0);
+  for (int i = 0; i < 5; ++i) {
+    cache_event ev;
+    ev.type = static_cast<int>(event_type::replica_updated);
+    ev.tenant_id = "t";
+    ev.model_id = "m";
+    ev.replica_id = "r";
+    idx.apply_event(ev, t0 + (20 + i) * minute);
+  }
+  const micros now = t0 + 24 * minute;
+  idx.ingest(update("r", {legacy("p", 50)}), now);
+  idx.sweep(now);
+  EXPECT_EQ(idx.get_cache_state("t", "m").replicas.size(), 1u);  // row kept alive
+  EXPECT_EQ(idx.lookup(exact("p"), pol, now).scores.at(0).score.score, 50.0f);
+  EXPECT_EQ(idx.lookup(exact("novel"), pol, now).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, StatsUseTopLevelReplicaIdAndDropClientVersion) {  // S48
+  cache_index idx;
+  replica_stats s = stats(0.5f, 0.0f, 42);
+  s.replica_id = "mismatched";
+  s.client_version = "v9";
+  idx.ingest(stats_only("real-replica", s), t0);
+  auto v = idx.get_cache_state("t", "m");
+  ASSERT_EQ(v.replicas.size(), 1u);
+  EXPECT_EQ(v.replicas[0].replica_id, "real-replica");
+  EXPECT_EQ(v.replicas[0].cache_memory_bytes, 42);
+  EXPECT_EQ(v.replicas[0].client_version, "");
+}
+
+TEST(CacheIndex, NonFiniteStatsAreStoredAsZero) {  // S49
+  cache_index idx;
+  idx.ingest(stats_only("a", stats(std::nanf(""), std::numeric_limits<float>::infinity())), t0);
+  idx.ingest(stats_only("b", stats(0.3f, -std::numeric_limits<float>::infinity())), t0);
+  auto v = idx.get_cache_state("t", "m");
+  ASSERT_EQ(v.replicas.size(), 2u);
+  EXPECT_EQ(v.replicas[0].hit_rate, 0.0f);
+  EXPECT_EQ(v.replicas[0].pressure, 0.0f);
+  EXPECT_EQ(v.replicas[1].pressure, 0.0f);
+}
+
+// --------------------------------------------------------------------- §6.3 diagnostics
+
+TEST(CacheIndex, UnknownTenantDiagnostic) {  // S50
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}, "ic-smoke"), t0);
+  auto r = idx.lookup(exact("p", 0, "default"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::unknown_tenant);
+  EXPECT_TRUE(r.scores.empty());
+}
+
+TEST(CacheIndex, UnknownModelDiagnostic) {  // S51
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}, "t", "m1"), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m2"), no_policy, t0).strategy,
+            lookup_strategy::unknown_model);
+}
+
+TEST(CacheIndex, UnknownHashSchemeDiagnostic) {  // S52
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm-v1"), no_policy, t0).strategy,
+            lookup_strategy::unknown_hash_scheme);
+}
+
+TEST(CacheIndex, OutermostUnknownWins) {  // S53
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}, "ic-smoke", "m1"), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "other-tenant", "m-other", "sglang"), no_policy, t0).strategy,
+            lookup_strategy::unknown_tenant);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "ic-smoke", "m-other", "sglang"), no_policy, t0).strategy,
+            lookup_strategy::unknown_model);
+}
+
+TEST(CacheIndex, NovelPrefixInKnownScopeIsNone) {  // S54
+  cache_index idx;
+  idx.ingest(update("r", {legacy("known", 10)}), t0);
+  EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, EmptyTenantModelOrSchemeIsNeverDiagnosed) {  // S55
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", ""), no_policy, t0).strategy, lookup_strategy::none);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "", "m"), no_policy, t0).strategy, lookup_strategy::none);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", ""), no_policy, t0).strategy, lookup_strategy::none);
+}
+
+TEST(CacheIndex, DataUnderEmptyKeysIsNeverMatched) {  // S57
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}, ""), t0);
+  idx.ingest(update("r", {legacy("p", 10)}, "t", ""), t0);
+  EXPECT_EQ(idx.facts().total_entries, 2);
+  auto r = idx.lookup(exact("p", 0, ""), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::none);
+  EXPECT_TRUE(r.scores.empty());
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", ""), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, ChainMissUnderOtherSchemeIsUnknownHashScheme) {  // S59
+  cache_index idx;
+  idx.ingest(update("r", {chain({"b1", "b2"}, 16)}, "t", "m", "vllm"), t0);
+  EXPECT_EQ(idx.lookup(chain_query({"b1", "b2"}, 16, "t", "m", "vllm-v1"), no_policy, t0).strategy,
+            lookup_strategy::unknown_hash_scheme);
+}
+
+TEST(CacheIndex, AllClearedOfOnlyReplicaRemovesEveryPresence) {  // S60
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 10)}), t0);
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::all_cleared);
+  ev.tenant_id = "t";
+  ev.model_id = "m";
+  ev.replica_id = "r";
+  idx.apply_event(ev, t0);
+  EXPECT_EQ(idx.tenant_keys("t"), 0);
+  EXPECT_EQ(idx.model_keys("t", "m"), 0);
+  EXPECT_TRUE(idx.serving("t", "m", "vllm").empty());
+}
+
+TEST(CacheIndex, ChainRequestsNeverGetTenantHot) {
+  cache_index idx;
+  auto u = update("warm", {legacy("other", 1)});
+  u.stats = stats(0.9f);
+  idx.ingest(u, t0);
+  EXPECT_EQ(idx.lookup(chain_query({"x1", "x2"}, 16), no_policy, t0).strategy,
+            lookup_strategy::none);
+}
+
+// ------------------------------------------------------------ §6.4 distinguishing power
+
+TEST(CacheIndex, KeyHeldByEveryReplicaScoresZero) {  // S63
+  cache_index idx;
+  for (auto r : {"r0", "r1", "r2"}) idx.ingest(update(r, {legacy("chat-template", 16)}), t0);
+  auto r = idx.lookup(exact("chat-template"), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 3u);
+  for (const auto& s : r.scores) {
+    EXPECT_EQ(s.score.score, 0.0f);
+    EXPECT_EQ(s.score.matched_tokens, 16);
+  }
+}
+
+TEST(CacheIndex, UniqueHolderGetsTwoThirds) {  // S64
+  cache_index idx;
+  idx.ingest(update("r0", {legacy("unique-rag-ctx", 64)}), t0);
+  idx.ingest(update("r1", {legacy("other-prefix", 32)}), t0);
+  idx.ingest(update("r2", {legacy("other-prefix", 32)}), t0);
+  EXPECT_NEAR(idx.lookup(exact("unique-rag-ctx"), no_policy, t0).scores.at(0).score.score,
+              64.0 * 2 / 3, 1e-3);
+}
+
+TEST(CacheIndex, TwoOfThreeHoldersGetOneThird) {  // S65
+  cache_index idx;
+  idx.ingest(update("r0", {legacy("partial", 48)}), t0);
+  idx.ingest(update("r1", {legacy("partial", 48)}), t0);
+  idx.ingest(update("r2", {legacy("else", 16)}), t0);
+  auto r = idx.lookup(exact("partial"), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 2u);
+  EXPECT_NEAR(r.scores[0].score.score, 16.0, 1e-3);
+  EXPECT_NEAR(r.scores[1].score.score, 16.0, 1e-3);
+}
+
+TEST(CacheIndex, SingleReplicaHasNoPowerPenalty) {  // S66
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 64)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p"), no_policy, t0).scores.at(0).score.score, 64.0f);
+}
+
+TEST(CacheIndex, DepthAwarePowerOnChains) {  // S67
+  cache_index idx;
+  idx.ingest(update("r0", {chain({"b1", "b2", "b3", "b4"}, 64)}), t0);
+  idx.ingest(update("r1", {chain({"b1", "b2"}, 64)}), t0);
+  idx.ingest(update("r2", {chain({"b1"}, 64)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3", "b4"}, 64), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 3u);
+  EXPECT_EQ(r.scores[0].score.replica_id, "r0");
+  EXPECT_NEAR(r.scores[0].score.score, 256.0 * 2 / 3, 1e-3);
+  EXPECT_NEAR(r.scores[1].score.score, 128.0 / 3, 1e-3);
+  EXPECT_EQ(r.scores[2].score.score, 0.0f);
+}
+
+TEST(CacheIndex, ChainHeadHeldByAllScoresZero) {  // S68
+  cache_index idx;
+  for (auto r : {"r0", "r1", "r2"}) idx.ingest(update(r, {chain({"head"}, 16)}), t0);
+  auto r = idx.lookup(chain_query({"head"}, 16), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 3u);
+  for (const auto& s : r.scores) EXPECT_EQ(s.score.score, 0.0f);
+}
+
+TEST(CacheIndex, SingleReplicaChainScoresFullTokens) {  // S69
+  cache_index idx;
+  idx.ingest(update("r", {chain({"b1", "b2"}, 64)}), t0);
+  EXPECT_EQ(idx.lookup(chain_query({"b1", "b2"}, 64), no_policy, t0).scores.at(0).score.score,
+            128.0f);
+}
+
+TEST(CacheIndex, DistinguishingPowerTable) {  // S70
+  EXPECT_EQ(distinguishing_power(1, 1), 1.0);
+  EXPECT_EQ(distinguishing_power(0, 1), 1.0);
+  EXPECT_EQ(distinguishing_power(0, 0), 1.0);
+  EXPECT_EQ(distinguishing_power(3, 3), 0.0);
+  EXPECT_EQ(distinguishing_power(10, 10), 0.0);
+  EXPECT_DOUBLE_EQ(distinguishing_power(1, 3), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(distinguishing_power(2, 3), 1.0 / 3);
+  EXPECT_EQ(distinguishing_power(5, 3), 0.0);
+  EXPECT_EQ(distinguishing_power(-1, 3), 1.0);
+}
+
+TEST(CacheIndex, FreshnessIsLinearOverTtl) {
+  const auto ttl = minutes(10);
+  EXPECT_EQ(freshness(t0, t0, ttl), 1.0f);
+  EXPECT_EQ(freshness(t0, t0 + minute, ttl), 1.0f);
+  EXPECT_FLOAT_EQ(freshness(t0 + 5 * minute, t0, ttl), 0.5f);
+  EXPECT_EQ(freshness(t0 + 10 * minute, t0, ttl), 0.0f);
+  EXPECT_EQ(freshness(t0, t0, std::chrono::nanoseconds(0)), 0.0f);
+}
+
+// --------------------------------------------------------------------- §6.5 affinity
+
+TEST(CacheIndex, AffinityWithoutReplicasIsNone) {  // S71
+  cache_index idx;
+  EXPECT_FALSE(idx.affinity_pick("t", "m", "vllm", "seed"));
+}
+
+TEST(CacheIndex, AffinityNeedsSchemeAndSeed) {  // S72
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 1)}), t0);
+  EXPECT_FALSE(idx.affinity_pick("t", "m", "", "seed"));
+  EXPECT_FALSE(idx.affinity_pick("t", "m", "vllm", ""));
+  EXPECT_TRUE(idx.affinity_pick("t", "m", "vllm", "seed"));
+}
+
+TEST(CacheIndex, AffinityCandidatesAreScopedByScheme) {  // S73
+  cache_index idx;
+  idx.ingest(update("r-vllm", {legacy("p", 1)}, "t", "m", "vllm"), t0);
+  idx.ingest(update("r-sglang", {legacy("p", 1)}, "t", "m", "sglang"), t0);
+  EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "s"), "r-vllm");
+  EXPECT_EQ(idx.affinity_pick("t", "m", "sglang", "s"), "r-sglang");
+  EXPECT_FALSE(idx.affinity_pick("t", "m", "missing", "s"));
+}
+
+TEST(CacheIndex, AffinityIsStableForASeed) {  // S74, S75
+  cache_index idx;
+  for (auto r : {"r-1", "r-2", "r-3", "r-4"}) idx.ingest(update(r, {legacy("p", 1)}), t0);
+  auto first = idx.affinity_pick("t", "m", "vllm", "some-seed");
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "some-seed"), first);
+  cache_index one;
+  one.ingest(update("only", {legacy("p", 1)}), t0);
+  EXPECT_EQ(one.affinity_pick("t", "m", "vllm", "anything"), "only");
+}
+
+TEST(CacheIndex, AffinitySpreadsRandomSeeds) {  // S76
+  cache_index idx;
+  for (int i = 0; i < 8; ++i) idx.ingest(update("r" + std::to_string(i), {legacy("p", 1)}), t0);
+  std::mt19937_64 rng(7);
+  std::map<std::string, int> picks;
+  for (int i = 0; i < 1000; ++i) {
+    std::string seed(32, '\0');
+    for (auto& c : seed) c = static_cast<char>(rng());
+    ++picks[*idx.affinity_pick("t", "m", "vllm", seed)];
+  }
+  ASSERT_EQ(picks.size(), 8u);
+  for (const auto& [r, n] : picks) {
+    EXPECT_GE(n, 80) << r;
+    EXPECT_LE(n, 220) << r;
+  }
+}
+
+TEST(CacheIndex, AffinityIgnoresInsertionOrder) {  // S77
+  cache_index a;
+  cache_index b;
+  for (auto r : {"r-1", "r-2", "r-3", "r-4"}) a.ingest(update(r, {legacy("p", 1)}), t0);
+  for (auto r : {"r-4", "r-2", "r-1", "r-3"}) b.ingest(update(r, {legacy("p", 1)}), t0);
+  EXPECT_EQ(a.affinity_pick("t", "m", "vllm", "x"), b.affinity_pick("t", "m", "vllm", "x"));
+}
+
+TEST(CacheIndex, AffinityMatchesDerivedCheckValues) {  // §3.10 table
+  cache_index idx;
+  for (auto r : {"r-1", "r-2", "r-3", "r-4"}) idx.ingest(update(r, {legacy("p", 1)}), t0);
+  EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "prompt-fingerprint"), "r-2");
+  EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", chain_affinity_seed({"identical-prompt-block"})),
+            "r-3");
+  EXPECT_EQ(chain_affinity_seed({"block"}), std::string("\x00\x00\x00\x05" "block", 9));
+  EXPECT_EQ(affinity_index(chain_affinity_seed({"block"}), 2), 0u);
+  EXPECT_EQ(affinity_index(chain_affinity_seed({"prompt-block-1", "prompt-block-2"}), 3), 0u);
+}
+
+// ------------------------------------------------------------- §6.6 adapter partition
+
+TEST(CacheIndex, AdapterPartitionsAreSeparate) {  // S91
+  cache_index idx;
+  idx.ingest(update("replica-sql", {legacy("bytes", 128, 0, "sql-lora")}), t0);
+  idx.ingest(update("replica-chat", {legacy("bytes", 128, 0, "chat-lora")}), t0);
+  EXPECT_EQ(ids(idx.lookup(exact("bytes", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0)),
+            std::vector<std::string>{"replica-sql"});
+  EXPECT_EQ(ids(idx.lookup(exact("bytes", 0, "t", "m", "vllm", "chat-lora"), no_policy, t0)),
+            std::vector<std::string>{"replica-chat"});
+}
+
+TEST(CacheIndex, SameAdapterOnTwoReplicasMatchesBoth) {  // S92
+  cache_index idx;
+  idx.ingest(update("a", {legacy("bytes", 128, 0, "sql-lora")}), t0);
+  idx.ingest(update("b", {legacy("bytes", 128, 0, "sql-lora")}), t0);
+  auto r = idx.lookup(exact("bytes", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 2u);
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 128);
+  EXPECT_EQ(r.scores[1].score.matched_tokens, 128);
+}
+
+TEST(CacheIndex, DefaultAndLoraPartitionsDoNotMix) {  // S93
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 64)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.size(), 1u);
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0).scores.empty());
+  cache_index rev;
+  rev.ingest(update("r", {legacy("p", 64, 0, "sql-lora")}), t0);
+  EXPECT_TRUE(rev.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, EntryAdapterOverridesUpdateAdapter) {  // S94
+  cache_index idx;
+  auto u = update("r", {legacy("entry1", 64), legacy("entry2", 64, 0, "other-lora")});
+  u.adapter_id = "default-lora";
+  idx.ingest(u, t0);
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "default-lora", "entry1", "r"));
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "default-lora", "entry2", "r"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "other-lora", "entry2", "r"));
+}
+
+TEST(CacheIndex, ChainLookupStaysInAdapterPartition) {  // S95
+  cache_index idx;
+  auto a = update("replica-sql", {chain({"b0", "b1"}, 64)});
+  a.adapter_id = "sql-lora";
+  auto b = update("replica-chat", {chain({"b0", "b1"}, 64)});
+  b.adapter_id = "chat-lora";
+  idx.ingest(a, t0);
+  idx.ingest(b, t0);
+  auto r = idx.lookup(chain_query({"b0", "b1"}, 64, "t", "m", "vllm", "sql-lora"), no_policy, t0);
+  EXPECT_EQ(r.strategy, lookup_strategy::prefix_match);
+  ASSERT_EQ(ids(r), std::vector<std::string>{"replica-sql"});
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 128);
+}
+
+cache_event evicted(std::string replica, std::string hash, std::string adapter = "") {
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::prefix_evicted);
+  ev.tenant_id = "t";
+  ev.model_id = "m";
+  ev.replica_id = std::move(replica);
+  ev.prefix_hash = std::move(hash);
+  ev.adapter_id = std::move(adapter);
+  return ev;
+}
+
+cache_event cleared(std::string replica) {
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::all_cleared);
+  ev.tenant_id = "t";
+  ev.model_id = "m";
+  ev.replica_id = std::move(replica);
+  return ev;
+}
+
+TEST(CacheIndex, PrefixEvictedWithAdapterKeepsOtherAdapters) {  // S96
+  cache_index idx;
+  idx.ingest(update("replica-0", {legacy("p", 8, 0, "sql-lora"), legacy("p", 8, 0, "chat-lora")}),
+             t0);
+  idx.apply_event(evicted("replica-0", "p", "sql-lora"), t0);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "sql-lora", "p", "replica-0"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "chat-lora", "p", "replica-0"));
+}
+
+TEST(CacheIndex, PrefixEvictedWithoutAdapterRemovesAllPartitionsAndSchemes) {  // S97
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora"), legacy("p", 8)}), t0);
+  idx.ingest(update("r", {legacy("p", 8)}, "t", "m", "sglang"), t0);
+  auto res = idx.apply_event(evicted("r", "p"), t0);
+  EXPECT_EQ(res.entries_removed, 3);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+}
+
+TEST(CacheIndex, AllClearedRemovesEveryAdapter) {  // S98
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora"), legacy("q", 8, 0, "chat-lora")}), t0);
+  idx.apply_event(cleared("r"), t0);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+}
+
+TEST(CacheIndex, UnseenAdapterIsPlainMissButOtherSchemeIsUnknown) {  // S99
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora")}), t0);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm", "never-seen-lora"), no_policy, t0).strategy,
+            lookup_strategy::none);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "sglang", "sql-lora"), no_policy, t0).strategy,
+            lookup_strategy::unknown_hash_scheme);
+}
+
+// ------------------------------------------------------- §6.7 eviction, LFU, quota
+
+TEST(CacheIndex, TtlSweepRemovesExpiredEntries) {  // S102
+  cache_index idx;
+  idx.set_tenant_policy("t", with_ttl(minutes(10)));
+  idx.ingest(update("r", {legacy("p", 8)}), t0);
+  EXPECT_EQ(idx.entries_by_model().size(), 1u);
+  auto res = idx.sweep(t0 + 11 * minute);
+  EXPECT_EQ(res.entries_removed_lru, 1);
+  EXPECT_EQ(idx.facts().total_entries, 0);
+  EXPECT_TRUE(idx.entries_by_model().empty());
+}
+
+TEST(CacheIndex, GlobalCapEvictsOldestEntry) {  // S103
+  index_options o;
+  o.max_entries = 2;
+  cache_index idx(o);
+  idx.ingest(update("r", {legacy("old", 8)}), t0);
+  idx.ingest(update("r", {legacy("mid", 8)}), t0 + minute);
+  auto res = idx.ingest(update("r", {legacy("new", 8)}), t0 + 2 * minute);
+  EXPECT_EQ(res.cap_evicted_lru, 1);
+  EXPECT_EQ(idx.facts().total_entries, 2);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "old", "r"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "mid", "r"));
+}
+
+TEST(CacheIndex, EventsRemoveReplicaFromKeys) {  // S104
+  cache_index idx;
+  idx.ingest(update("r1", {legacy("p1", 8), legacy("p2", 8)}), t0);
+  idx.ingest(update("r2", {legacy("p1", 8)}), t0);
+  idx.apply_event(evicted("r1", "p1"), t0);
+  EXPECT_EQ(ids(idx.lookup(exact("p1"), no_policy, t0)), std::vector<std::string>{"r2"});
+  idx.apply_event(cleared("r1"), t0);
+  EXPECT_TRUE(idx.lookup(exact("p2"), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, PerTenantTtl) {  // S105
+  cache_index idx(index_options{1'000'000, hours(1)});
+  idx.set_tenant_policy("tenant-short", with_ttl(minutes(5)));
+  idx.ingest(update("r", {legacy("p", 8)}, "tenant-short"), t0);
+  idx.ingest(update("r", {legacy("p", 8)}, "tenant-long"), t0);
+  const micros now = t0 + 10 * minute;
+  EXPECT_TRUE(idx.lookup(exact("p", 0, "tenant-short"), with_ttl(minutes(5)), now).scores.empty());
+  EXPECT_EQ(idx.lookup(exact("p", 0, "tenant-long"), with_ttl(hours(1)), now).scores.size(), 1u);
+  idx.sweep(now);
+  EXPECT_EQ(idx.facts().total_entries, 1);
+}
+
+TEST(CacheIndex, ZeroPolicyTtlFallsBackToGlobal) {  // S106
+  cache_index idx(index_options{1'000'000, hours(1)});
+  idx.set_tenant_policy("t", with_ttl(std::chrono::nanoseconds(0)));
+  idx.ingest(update("r", {legacy("p", 8)}), t0);
+  idx.sweep(t0 + 30 * minute);
+  EXPECT_EQ(idx.facts().total_entries, 1);
+  EXPECT_GT(freshness(t0 + 30 * minute, t0, hours(1)), 0.0f);
+}
+
+void credit_exact(cache_index& idx, const std::string& key, const policy::resolved_policy& pol,
+                  int times, micros now, std::string_view tenant = "t") {
+  for (int i = 0; i < times; ++i) {
+    auto r = idx.lookup(exact(key, 0, tenant), pol, now);
+    idx.credit_lfu(r.scores);
+  }
+}
+
+TEST(CacheIndex, LfuCapEvictsLeastUsed) {  // S107
+  index_options o;
+  o.max_entries = 3;
+  cache_index idx(o);
+  idx.set_tenant_policy("t", lfu());
+  idx.ingest(update("r", {legacy("hot", 8)}), t0);
+  idx.ingest(update("r", {legacy("warm", 8)}), t0 + 1);
+  idx.ingest(update("r", {legacy("cold", 8)}), t0 + 2);
+  credit_exact(idx, "hot", lfu(), 5, t0 + 3);
+  credit_exact(idx, "warm", lfu(), 2, t0 + 3);
+  auto res = idx.ingest(update("r", {legacy("new", 8)}), t0 + 4);
+  EXPECT_EQ(res.cap_evicted_lfu, 1);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "cold", "r"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "new", "r"));
+}
+
+TEST(CacheIndex, LfuTieFallsBackToAge) {  // S108
+  index_options o;
+  o.max_entries = 2;
+  cache_index idx(o);
+  idx.set_tenant_policy("t", lfu());
+  idx.ingest(update("r", {legacy("older", 8)}), t0);
+  idx.ingest(update("r", {legacy("newer", 8)}), t0 + minute);
+  idx.ingest(update("r", {legacy("trigger", 8)}), t0 + 2 * minute);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "older", "r"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "newer", "r"));
+}
+
+std::string cap_victim(policy::eviction_mode mode) {
+  index_options o;
+  o.max_entries = 3;
+  cache_index idx(o);
+  policy::resolved_policy pol;
+  pol.eviction = mode;
+  idx.set_tenant_policy("t", pol);
+  idx.ingest(update("r", {legacy("A", 8)}), t0);
+  idx.ingest(update("r", {legacy("B", 8)}), t0 + 1);
+  idx.ingest(update("r", {legacy("C", 8)}), t0 + 2);
+  credit_exact(idx, "A", lfu(), 9, t0 + 3);
+  credit_exact(idx, "B", lfu(), 3, t0 + 3);
+  credit_exact(idx, "C", lfu(), 5, t0 + 3);
+  idx.ingest(update("r", {legacy("D", 8)}), t0 + 4);
+  for (auto k : {"A", "B", "C", "D"}) {
+    if (!idx.find_entry("t", "m", "vllm", "", k, "r")) return k;
+  }
+  return "";
+}
+
+TEST(CacheIndex, CapVictimDependsOnAlgorithm) {  // S109
+  EXPECT_EQ(cap_victim(policy::eviction_mode::lru), "A");
+  EXPECT_EQ(cap_victim(policy::eviction_mode::lfu), "D");
+}
+
+TEST(CacheIndex, CreditsAccumulateExactly) {  // S110
+  cache_index idx;
+  idx.set_tenant_policy("t", lfu());
+  idx.ingest(update("r", {legacy("p", 8)}), t0);
+  credit_exact(idx, "p", lfu(), 50 * 200, t0);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "p", "r")->access_count, 10'000);
+}
+
+TEST(CacheIndex, OnlyLfuTenantsRecordHits) {  // S111
+  cache_index idx;
+  idx.set_tenant_policy("lfu-t", lfu());
+  idx.ingest(update("r", {legacy("p", 8)}, "lru-t"), t0);
+  idx.ingest(update("r", {legacy("p", 8)}, "lfu-t"), t0);
+  credit_exact(idx, "p", no_policy, 5, t0, "lru-t");
+  credit_exact(idx, "p", lfu(), 5, t0, "lfu-t");
+  EXPECT_EQ(idx.find_entry("lru-t", "m", "vllm", "", "p", "r")->access_count, 0);
+  EXPECT_EQ(idx.find_entry("lfu-t", "m", "vllm", "", "p", "r")->access_count, 5);
+}
+
+TEST(CacheIndex, ReingestKeepsAccessCount) {  // S112
+  cache_index idx;
+  idx.set_tenant_policy("t", lfu());
+  idx.ingest(update("r", {legacy("p", 8)}), t0);
+  credit_exact(idx, "p", lfu(), 3, t0);
+  idx.ingest(update("r", {legacy("p", 8)}), t0 + minute);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "p", "r")->access_count, 3);
+}
+
+TEST(CacheIndex, ChainCreditHitsEveryBlockOfTheRun) {  // S113
+  cache_index idx;
+  idx.set_tenant_policy("t", lfu());
+  idx.ingest(update("r", {chain({"b1", "b2", "b3", "x4"}, 16)}), t0);
+  for (int i = 0; i < 2; ++i) {
+    auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), lfu(), t0);
+    idx.credit_lfu(r.scores);
+  }
+  for (auto b : {"b1", "b2", "b3"}) {
+    EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", b, "r")->access_count, 2) << b;
+  }
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "x4", "r")->access_count, 0);
+}
+
+TEST(CacheIndex, EvictionCountersByAlgorithmAndReason) {  // S114
+  index_options o;
+  o.max_entries = 1;
+  cache_index lfu_idx(o);
+  lfu_idx.set_tenant_policy("t", lfu());
+  lfu_idx.ingest(update("r", {legacy("a", 8)}), t0);
+  EXPECT_EQ(lfu_idx.ingest(update("r", {legacy("b", 8)}), t0 + 1).cap_evicted_lfu, 1);
+  EXPECT_EQ(lfu_idx.sweep(t0 + 31 * minute).entries_removed_lfu, 1);
+  cache_index lru_idx(o);
+  lru_idx.ingest(update("r", {legacy("a", 8)}), t0);
+  EXPECT_EQ(lru_idx.ingest(update("r", {legacy("b", 8)}), t0 + 1).cap_evicted_lru, 1);
+}
+
+TEST(CacheIndex, QuotaEvictsWholeOldestKey) {  // S115
+  cache_index idx;
+  idx.set_tenant_quota("t", 2);
+  std::int64_t evicted_keys = 0;
+  evicted_keys += idx.ingest(update("r1", {legacy("a", 8)}), t0).quota_evicted_keys;
+  evicted_keys += idx.ingest(update("r2", {legacy("a", 8)}), t0 + 1).quota_evicted_keys;
+  evicted_keys += idx.ingest(update("r1", {legacy("b", 8)}), t0 + 2).quota_evicted_keys;
+  evicted_keys += idx.ingest(update("r1", {legacy("c", 8)}), t0 + 3).quota_evicted_keys;
+  EXPECT_EQ(evicted_keys, 1);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "a", "r1"));
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "a", "r2"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "b", "r1"));
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "c", "r1"));
+}
+
+TEST(CacheIndex, QuotaEvictsInAgeOrder) {  // S116
+  cache_index idx;
+  idx.set_tenant_quota("t", 3);
+  std::int64_t n = 0;
+  int i = 0;
+  for (auto k : {"a", "b", "c", "d", "e"}) {
+    n += idx.ingest(update("r", {legacy(k, 8)}), t0 + (i++) * minute).quota_evicted_keys;
+  }
+  EXPECT_EQ(n, 2);
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "a", "r"));
+  EXPECT_FALSE(idx.find_entry("t", "m", "vllm", "", "b", "r"));
+  EXPECT_EQ(idx.tenant_keys("t"), 3);
+}
+
+TEST(CacheIndex, QuotaUnderLimitOrOtherTenantEvictsNothing) {  // S117
+  cache_index idx;
+  idx.set_tenant_quota("t", 10);
+  idx.set_tenant_quota("other", 1);
+  for (auto k : {"a", "b", "c"}) idx.ingest(update("r", {legacy(k, 8)}), t0);
+  for (auto k : {"a", "b", "c"}) idx.ingest(update("r", {legacy(k, 8)}, "free"), t0);
+  EXPECT_EQ(idx.tenant_keys("t"), 3);
+  EXPECT_EQ(idx.tenant_keys("free"), 3);
+}
+
+TEST(CacheIndex, QuotaOnlyAffectsItsTenant) {  // S118
+  cache_index idx;
+  idx.set_tenant_quota("team-a", 2);
+  int i = 0;
+  for (auto k : {"a", "b", "c", "d"}) {
+    idx.ingest(update("r", {legacy(k, 8)}, "team-a"), t0 + i);
+    idx.ingest(update("r", {legacy(k, 8)}, "team-b"), t0 + i++);
+  }
+  EXPECT_EQ(idx.tenant_keys("team-a"), 2);
+  EXPECT_EQ(idx.tenant_keys("team-b"), 4);
+}
+
+TEST(CacheIndex, ZeroQuotaAdmitsNothing) {  // S119
+  cache_index idx;
+  idx.set_tenant_quota("t", 0);
+  auto res = idx.ingest(update("r", {legacy("a", 8), legacy("b", 8)}), t0);
+  EXPECT_EQ(res.quota_evicted_keys, 2);
+  EXPECT_EQ(idx.tenant_keys("t"), 0);
+}
+
+TEST(CacheIndex, QuotaTieBreaksOnSmallerKey) {  // S120
+  struct variant {
+    cache_state_update first, second;
+    std::string victim_model, victim_scheme, victim_adapter, victim_hash;
+  };
+  auto mk = [](std::string model, std::string scheme, std::string adapter, std::string hash) {
+    auto u = update("r", {legacy(std::move(hash), 8, 0, std::move(adapter))}, "t", std::move(model),
+                    std::move(scheme), t0);
+    return u;
+  };
+  std::vector<variant> cases = {
+      {mk("m-b", "s", "", "p"), mk("m-a", "s", "", "p"), "m-a", "s", "", "p"},
+      {mk("m", "s-b", "", "p"), mk("m", "s-a", "", "p"), "m", "s-a", "", "p"},
+      {mk("m", "s", "ad-b", "p"), mk("m", "s", "ad-a", "p"), "m", "s", "ad-a", "p"},
+      {mk("m", "s", "", "pb"), mk("m", "s", "", "pa"), "m", "s", "", "pa"},
+  };
+  for (const auto& c : cases) {
+    cache_index idx;
+    idx.set_tenant_quota("t", 1);
+    idx.ingest(c.first, t0);
+    idx.ingest(c.second, t0);
+    EXPECT_EQ(idx.tenant_keys("t"), 1);
+    EXPECT_FALSE(idx.find_entry("t", c.victim_model, c.victim_scheme, c.victim_adapter,
+                                c.victim_hash, "r"))
+        << c.victim_model << c.victim_scheme << c.victim_adapter << c.victim_hash;
+  }
+}
+
+TEST(CacheIndex, ReservedTenantIsOutsideCapAndAggregates) {  // S121
+  index_options o;
+  o.max_entries = 1;
+  cache_index idx(o);
+  idx.ingest(update("__probe-x", {legacy("probe", 16)}, std::string(reserved_tenant)), t0, nullptr,
+             input_origin::probe);
+  idx.ingest(update("r", {legacy("real", 8)}), t0 + 1);
+  EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "real", "r"));
+  EXPECT_EQ(idx.facts().reserved_entries, 1);
+  auto snap = idx.snapshot();
+  EXPECT_EQ(snap.total_prefixes, 1);
+  ASSERT_EQ(snap.tenants.size(), 1u);
+  EXPECT_EQ(snap.tenants[0].tenant_id, "t");
+  auto gauge = idx.entries_by_model();
+  ASSERT_EQ(gauge.size(), 1u);
+  EXPECT_EQ(gauge[0].second, 1);
+  EXPECT_EQ(idx.lookup(exact("probe", 0, reserved_tenant), no_policy, t0 + 1).strategy,
+            lookup_strategy::prefix_match);
+}
+
+TEST(CacheIndex, CapOrderBreaksTiesByTenantThenKeyThenReplica) {
+  index_options o;
+  o.max_entries = 3;
+  cache_index idx(o);
+  idx.ingest(update("r2", {legacy("k", 8)}, "tb"), t0);
+  idx.ingest(update("r1", {legacy("k", 8)}, "tb"), t0);
+  idx.ingest(update("r1", {legacy("k", 8)}, "ta"), t0);
+  idx.ingest(update("r1", {legacy("j", 8)}, "tb"), t0 + 1);
+  EXPECT_FALSE(idx.find_entry("ta", "m", "vllm", "", "k", "r1"));
+  idx.ingest(update("r1", {legacy("z", 8)}, "tc"), t0 + 2);
+  EXPECT_FALSE(idx.find_entry("tb", "m", "vllm", "", "k", "r1"));
+  EXPECT_TRUE(idx.find_entry("tb", "m", "vllm", "", "k", "r2"));
+}
+
+TEST(CacheIndex, CapStaysExactAcrossManyOverCapIngests) {
+  index_options o;
+  o.max_entries = 100;
+  cache_index idx(o);
+  for (int i = 0; i < 1000; ++i) {
+    idx.ingest(update("r" + std::to_string(i % 3), {legacy("k" + std::to_string(i), 8)}), t0 + i);
+  }
+  EXPECT_EQ(idx.facts().total_entries, 100);
+  for (int i = 900; i < 1000; ++i) {
+    EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "k" + std::to_string(i),
+                               "r" + std::to_string(i % 3)));
+  }
+}
+
+// ------------------------------------------------------------ producer / state views
+
+TEST(CacheIndex, GetCacheStateReportsStatsAndKeys) {  // H10
+  cache_index idx;
+  auto u = update("replica-a", {legacy("p", 10)});
+  replica_stats s = stats(0.5f, 0.0f, 2048);
+  s.t2_hit_tokens = 600;
+  s.t2_query_tokens = 1000;
+  u.stats = s;
+  idx.ingest(u, t0);
+  auto v = idx.get_cache_state("t", "m");
+  EXPECT_EQ(v.total_prefixes, 1);
+  EXPECT_EQ(v.hot_prefixes, 0);
+  ASSERT_EQ(v.replicas.size(), 1u);
+  EXPECT_EQ(v.replicas[0].cache_memory_bytes, 2048);
+  EXPECT_EQ(v.replicas[0].t2_hit_tokens, 600);
+  EXPECT_EQ(v.replicas[0].t2_query_tokens, 1000);
+}
+
+TEST(CacheIndex, ReservedTenantProducerInputIsRefused) {  // H11
+  cache_index idx;
+  std::string probe(reserved_tenant);
+  idx.ingest(update("__probe", {legacy("p", 16)}, probe), t0, nullptr, input_origin::probe);
+  auto res = idx.ingest(update("x", {legacy("q", 16)}, probe), t0);
+  EXPECT_EQ(res.first_drop_reason, drop_reason::reserved_tenant);
+  EXPECT_EQ(res.dropped_reserved_tenant, 1);
+  cache_event ev = cleared("__probe");
+  ev.tenant_id = probe;
+  EXPECT_FALSE(idx.apply_event(ev, t0).applied);
+  EXPECT_EQ(idx.facts().reserved_entries, 1);
+  EXPECT_TRUE(idx.get_cache_state(probe, "m").replicas.empty());
+  EXPECT_EQ(idx.get_cache_state(probe, "m").total_prefixes, 0);
+  EXPECT_TRUE(idx.apply_event(ev, t0, nullptr, input_origin::probe).applied);
+  EXPECT_EQ(idx.facts().reserved_entries, 0);
+}
+
+TEST(CacheIndex, PublishedEvictionLeavesOtherHolder) {  // H12
+  cache_index idx;
+  idx.ingest(update("a", {legacy("p", 10)}), t0);
+  idx.ingest(update("b", {legacy("p", 10)}), t0);
+  idx.apply_event(evicted("a", "p"), t0);
+  EXPECT_EQ(ids(idx.lookup(exact("p"), no_policy, t0)), std::vector<std::string>{"b"});
+}
+
+TEST(CacheIndex, ColdStartCarveOutCountsReservedTenant) {  // §7.7
+  cache_index idx;
+  idx.ingest(update("__probe", {legacy("p", 16)}, std::string(reserved_tenant)), t0, nullptr,
+             input_origin::probe);
+  EXPECT_EQ(idx.lookup(exact("p", 0, "t"), no_policy, t0).strategy,
+            lookup_strategy::unknown_tenant);
+}
+
+TEST(CacheIndex, UnknownTierValuesReportUnspecified) {  // H4 (index part)
+  cache_index idx;
+  idx.ingest(update("r99", {legacy("p", 128, 99)}), t0);
+  idx.ingest(update("rneg", {legacy("q", 128, -1)}), t0);
+  idx.ingest(update("r2", {legacy("s", 128, 2)}), t0);
+  EXPECT_EQ(idx.lookup(exact("p"), no_policy, t0).scores.at(0).score.tier, 0);
+  EXPECT_EQ(idx.lookup(exact("q"), no_policy, t0).scores.at(0).score.tier, 0);
+  EXPECT_EQ(idx.lookup(exact("s"), no_policy, t0).scores.at(0).score.tier, 2);
+}
+
+TEST(CacheIndex, ZeroTimestampMeansNowAndExplicitTimestampIsTrusted) {
+  cache_index idx;
+  idx.ingest(update("r", {legacy("p", 8)}), t0);
+  idx.ingest(update("r", {legacy("q", 8)}, "t", "m", "vllm", t0 - 40 * minute), t0);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "p", "r")->last_seen, t0);
+  EXPECT_TRUE(idx.lookup(exact("q"), no_policy, t0).scores.empty());
+}
+
+TEST(CacheIndex, EmptyPrefixHashIsIndexedUnderEmptyKey) {  // §7.6
+  cache_index idx;
+  idx.ingest(update("r", {legacy("", 8)}), t0);
+  EXPECT_EQ(idx.tenant_keys("t"), 1);
+  EXPECT_EQ(idx.lookup(exact(""), no_policy, t0).strategy, lookup_strategy::prefix_match);
+}
+
+TEST(CacheIndex, EightByteAndOtherLengthHashesBothWork) {
+  cache_index idx;
+  std::string h8("\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+  std::string h32(32, 'x');
+  idx.ingest(update("r", {chain({h8, h32}, 16)}), t0);
+  EXPECT_EQ(idx.lookup(chain_query({h8, h32}, 16), no_policy, t0).scores.at(0).score.matched_tokens,
+            32);
+  idx.apply_event(evicted("r", h32), t0);
+  EXPECT_EQ(idx.lookup(chain_query({h8, h32}, 16), no_policy, t0).scores.at(0).score.matched_tokens,
+            16);
+}
+
+// ------------------------------------------------------------- changes for observers
+
+TEST(CacheIndex, ChangesReportAdditionsOnlyOnCreation) {
+  cache_index idx;
+  change_log log;
+  idx.ingest(update("r", {chain({"b1", "b2"}, 16)}), t0, &log);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].type, event_type::prefix_added);
+  EXPECT_EQ(log[0].prefix_hash, "b1");
+  EXPECT_EQ(log[0].tenant_id, "t");
+  EXPECT_EQ(log[0].replica_id, "r");
+  EXPECT_EQ(log[0].timestamp_us, t0);
+  log.clear();
+  idx.ingest(update("r", {chain({"b1", "b2"}, 16)}), t0 + 1, &log);
+  EXPECT_TRUE(log.empty());
+}
+
+TEST(CacheIndex, ChangesReportEvictionCauses) {
+  index_options o;
+  o.max_entries = 2;
+  cache_index idx(o);
+  change_log log;
+  idx.ingest(update("r", {legacy("a", 8), legacy("b", 8)}), t0, &log);
+  idx.ingest(update("r", {legacy("c", 8)}), t0 + 5, &log);
+  ASSERT_EQ(log.size(), 4u);
+  EXPECT_EQ(log[3].type, event_type::prefix_evicted);
+  EXPECT_EQ(log[3].cause, change_cause::cap);
+  EXPECT_EQ(log[3].prefix_hash, "a");
+  EXPECT_EQ(log[3].timestamp_us, t0 + 5);
+  log.clear();
+  idx.apply_event(evicted("r", "b"), t0 + 6, &log);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].cause, change_cause::event);
+  log.clear();
+  idx.sweep(t0 + 31 * minute, &log);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].cause, change_cause::ttl);
+  EXPECT_EQ(log[0].timestamp_us, t0 + 31 * minute);
+  log.clear();
+  idx.set_tenant_quota("t", 0);
+  idx.ingest(update("r", {legacy("q", 8)}), t0 + 32 * minute, &log);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].cause, change_cause::quota);
+}
+
+TEST(CacheIndex, ChangesReportClearsAndReplicaUpdates) {
+  cache_index idx;
+  change_log log;
+  auto u = update("r", {legacy("a", 8)});
+  u.stats = stats(0.5f);
+  idx.ingest(u, t0, &log);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[1].type, event_type::replica_updated);
+  log.clear();
+  idx.apply_event(cleared("r"), t0 + 1, &log);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0].type, event_type::prefix_evicted);
+  EXPECT_EQ(log[1].type, event_type::all_cleared);
+  EXPECT_EQ(log[1].model_id, "m");
+  EXPECT_TRUE(idx.get_cache_state("t", "m").replicas.empty());
+}
+
+TEST(CacheIndex, ReservedTenantChangesAreNotRecorded) {
+  cache_index idx;
+  change_log log;
+  idx.ingest(update("__probe", {legacy("p", 16)}, std::string(reserved_tenant)), t0, &log,
+             input_origin::probe);
+  EXPECT_TRUE(log.empty());
+}
+
+TEST(CacheIndex, SnapshotAggregatesPerTenantReplica) {
+  cache_index idx;
+  auto u = update("r1", {legacy("a", 8), legacy("b", 8)}, "team-a");
+  u.stats = stats(0.5f, 0.1f, 100);
+  idx.ingest(u, t0);
+  idx.ingest(update("r2", {legacy("a", 8)}, "team-a"), t0 + 5);
+  idx.ingest(stats_only("r3", stats(0.25f), "team-b"), t0);
+  auto s = idx.snapshot();
+  EXPECT_EQ(s.total_prefixes, 2);
+  ASSERT_EQ(s.replicas.size(), 3u);
+  EXPECT_EQ(s.replicas[0].replica_id, "r1");
+  EXPECT_EQ(s.replicas[0].prefix_count, 2);
+  EXPECT_TRUE(s.replicas[0].stats_reported);
+  EXPECT_EQ(s.replicas[0].last_update, t0);
+  EXPECT_EQ(s.replicas[1].last_event_at, t0 + 5);
+  EXPECT_FALSE(s.replicas[1].last_update.has_value());
+  EXPECT_EQ(s.replicas[2].tenant, "team-b");
+  EXPECT_EQ(s.replicas[2].prefix_count, 0);
+  ASSERT_EQ(s.tenants.size(), 2u);
+  EXPECT_EQ(s.tenants[0].index_entries, 2);
+  EXPECT_FLOAT_EQ(s.tenants[0].hit_rate, 0.5f);
+  EXPECT_TRUE(s.tenants[1].hit_rate_reported);
+}
+
+TEST(CacheIndex, MemoryPerSingleReplicaEntryStaysCompact) {
+  index_options o;
+  o.max_entries = 0;
+  cache_index idx(o);
+  constexpr int n = 20000;
+  for (int i = 0; i < n; ++i) {
+    std::string h(8, '\0');
+    for (int b = 0; b < 8; ++b) h[b] = static_cast<char>((i * 2654435761u) >> (b * 4));
+    h[0] = static_cast<char>(i >> 8);
+    h[1] = static_cast<char>(i);
+    idx.ingest(update("r", {legacy(h, 8)}), t0 + i / 64);
+  }
+  EXPECT_EQ(idx.facts().total_entries, n);
+  auto m = idx.memory_usage();
+  EXPECT_LE(m.key_records + m.hash_slots + m.replica_arrays, static_cast<std::size_t>(n) * 48);
+}
+
+}  // namespace
+}  // namespace ic::index

@@ -1,0 +1,309 @@
+// Deterministic replay and eviction-order oracles on random input sequences.
+//
+// Two indexes fed the same timestamped inputs must hold the same state and answer every
+// lookup the same (what journal replay relies on). A second test checks the incremental
+// cap/quota orders against a brute-force sort of the whole index after every ingest.
+#include <algorithm>
+#include <map>
+#include <random>
+#include <sstream>
+#include <tuple>
+
+#include <gtest/gtest.h>
+
+#include "index/cache_index.hpp"
+#include "index/route_lookup.hpp"
+#include "index/test_support.hpp"
+
+namespace ic::index {
+namespace {
+
+using namespace ic::index::testing;
+
+struct generator {
+  explicit generator(std::uint64_t seed) : rng(seed) {}
+  std::mt19937_64 rng;
+  micros now = t0;
+
+  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
+  std::string hash() {
+    // Mix 8-byte hashes (inline path) with other lengths (side-table path).
+    const int v = pick(40);
+    if (pick(4) == 0) return "h" + std::to_string(v);
+    std::string h(8, '\0');
+    h[7] = static_cast<char>(v);
+    h[0] = 'k';
+    return h;
+  }
+  std::string tenant() { return "t" + std::to_string(pick(3)); }
+  std::string model() { return "m" + std::to_string(pick(2)); }
+  std::string scheme() { return pick(5) == 0 ? "sglang" : "vllm"; }
+  std::string replica() { return "r" + std::to_string(pick(5)); }
+  std::string adapter() { return pick(4) == 0 ? "lora" : ""; }
+
+  cache_state_update make_update(bool single_scope) {
+    cache_state_update u = update(replica(), {}, tenant(), model(),
+                                  single_scope ? "vllm" : (pick(20) == 0 ? "" : scheme()));
+    const int n = 1 + pick(4);
+    for (int i = 0; i < n; ++i) {
+      if (pick(2) == 0) {
+        u.prefixes.push_back(legacy(hash(), pick(200), pick(6) - 1,
+                                    single_scope ? "" : adapter()));
+      } else {
+        std::vector<std::string> hs;
+        for (int j = 0, m = 1 + pick(5); j < m; ++j) hs.push_back(hash());
+        prefix_entry p = chain(hs, 16, pick(4));
+        if (!single_scope && pick(10) == 0) p.block_token_counts.pop_back();
+        if (pick(5) == 0) p.prefix_hash = hash();
+        u.prefixes.push_back(p);
+      }
+    }
+    if (pick(3) == 0) u.stats = stats(static_cast<float>(pick(10)) / 10, pick(10) / 10.0f);
+    now += pick(3) * 1'000'000 + pick(2);
+    u.timestamp_us = pick(6) == 0 ? 0 : now - pick(120) * 1'000'000;
+    return u;
+  }
+
+  cache_event make_event() {
+    cache_event e;
+    e.type = pick(5);
+    e.tenant_id = tenant();
+    e.model_id = model();
+    e.replica_id = replica();
+    e.prefix_hash = hash();
+    e.adapter_id = pick(3) == 0 ? adapter() : "";
+    e.timestamp_us = pick(2) == 0 ? 0 : now;
+    return e;
+  }
+
+  lookup_route_request make_request() {
+    lookup_route_request r;
+    r.tenant_id = tenant();
+    r.model_id = model();
+    r.hash_scheme = scheme();
+    r.adapter_id = adapter();
+    if (pick(2) == 0) {
+      r.prefix_hash = hash();
+      r.prefix_token_count = pick(200);
+    } else {
+      for (int j = 0, m = 1 + pick(5); j < m; ++j) {
+        r.block_hashes.push_back(hash());
+        r.block_token_counts.push_back(16 * (1 + pick(4)));
+      }
+    }
+    if (pick(3) == 0) r.slo_target = slo{pick(300), 0};
+    return r;
+  }
+};
+
+std::string describe(const lookup_route_response& r) {
+  std::ostringstream os;
+  os << r.reason_code << '|' << r.adapter_id;
+  for (const auto& s : r.replica_scores) {
+    os << '|' << s.replica_id << ',' << s.score << ',' << s.matched_tokens << ','
+       << s.estimated_cache_hit_prob << ',' << s.tier;
+  }
+  return os.str();
+}
+
+TEST(Replay, SameInputsGiveSameStateAndAnswers) {
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    index_options o;
+    o.max_entries = 60;
+    cache_index a(o);
+    cache_index b(o);
+    generator g(seed);
+    std::map<std::string, policy::resolved_policy> policies;
+    for (int step = 0; step < 3000; ++step) {
+      const int op = g.pick(20);
+      if (op < 10) {
+        auto u = g.make_update(false);
+        auto ra = a.ingest(u, g.now);
+        auto rb = b.ingest(u, g.now);
+        ASSERT_EQ(ra.first_drop_reason, rb.first_drop_reason);
+        ASSERT_EQ(ra.cap_evicted_lru + ra.cap_evicted_lfu, rb.cap_evicted_lru + rb.cap_evicted_lfu);
+      } else if (op < 13) {
+        auto e = g.make_event();
+        a.apply_event(e, g.now);
+        b.apply_event(e, g.now);
+      } else if (op < 14) {
+        a.sweep(g.now);
+        b.sweep(g.now);
+      } else if (op < 15) {
+        policy::resolved_policy p;
+        p.eviction = g.pick(2) ? policy::eviction_mode::lfu : policy::eviction_mode::lru;
+        p.eviction_ttl = std::chrono::minutes(1 + g.pick(30));
+        p.minimum_matched_tokens = g.pick(3) * 16;
+        const std::string t = g.tenant();
+        policies[t] = p;
+        a.set_tenant_policy(t, p);
+        b.set_tenant_policy(t, p);
+        if (g.pick(3) == 0) {
+          policy::tenant_quota q;
+          if (g.pick(2)) q = g.pick(30);
+          a.set_tenant_quota(t, q);
+          b.set_tenant_quota(t, q);
+        }
+      } else {
+        auto r = g.make_request();
+        auto it = policies.find(r.tenant_id);
+        const auto pol = it == policies.end() ? policy::resolved_policy{} : it->second;
+        ASSERT_EQ(describe(route_lookup(a, r, pol, g.now)), describe(route_lookup(b, r, pol, g.now)))
+            << "seed " << seed << " step " << step;
+      }
+      if (step % 100 == 0) {
+        ASSERT_EQ(a.canonical_dump(), b.canonical_dump()) << "seed " << seed << " step " << step;
+        ASSERT_LE(a.facts().total_entries - a.facts().reserved_entries, o.max_entries);
+      }
+    }
+    EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
+    EXPECT_GT(a.facts().total_entries, 0);
+  }
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : s) {
+    if (c == '|') {
+      out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(cur);
+  return out;
+}
+
+std::string unhex(const std::string& h) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < h.size(); i += 2) {
+    out += static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+/// One entry parsed from canonical_dump().
+struct dumped_entry {
+  std::string tenant, model, scheme, adapter, hash, replica;
+  micros last_seen = 0;
+  std::int64_t access = 0;
+};
+
+std::vector<dumped_entry> entries_of(const cache_index& idx) {
+  std::vector<dumped_entry> out;
+  for (const auto& line : idx.canonical_dump()) {
+    if (line.rfind("E|", 0) != 0) continue;
+    auto f = split(line);
+    dumped_entry e{f[1], f[2], f[3], f[4], unhex(f[5]), f[6], std::stoll(f[8]), std::stoll(f[10])};
+    out.push_back(e);
+  }
+  return out;
+}
+
+void evict_from_oracle(cache_index& oracle, const dumped_entry& e, micros now) {
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::prefix_evicted);
+  ev.tenant_id = e.tenant;
+  ev.model_id = e.model;
+  ev.replica_id = e.replica;
+  ev.prefix_hash = e.hash;
+  oracle.apply_event(ev, now);
+}
+
+TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
+  for (std::uint64_t seed : {11u, 12u}) {
+    constexpr std::int64_t cap = 40;
+    index_options capped;
+    capped.max_entries = cap;
+    index_options unbounded;
+    unbounded.max_entries = 0;
+    cache_index idx(capped);
+    cache_index oracle(unbounded);
+    std::map<std::string, bool> lfu_tenant = {{"t0", false}, {"t1", true}, {"t2", false}};
+    const std::map<std::string, std::int64_t> quota = {{"t2", 12}};
+    for (const auto& [t, is_lfu] : lfu_tenant) {
+      policy::resolved_policy p;
+      p.eviction = is_lfu ? policy::eviction_mode::lfu : policy::eviction_mode::lru;
+      p.minimum_matched_tokens = 0;
+      idx.set_tenant_policy(t, p);
+      oracle.set_tenant_policy(t, p);
+    }
+    for (const auto& [t, q] : quota) {
+      idx.set_tenant_quota(t, q);
+    }
+    generator g(seed);
+    for (int step = 0; step < 1500; ++step) {
+      if (g.pick(4) == 0) {
+        auto r = g.make_request();
+        r.hash_scheme = "vllm";
+        r.adapter_id = "";
+        policy::resolved_policy p;
+        p.eviction = lfu_tenant[r.tenant_id] ? policy::eviction_mode::lfu
+                                             : policy::eviction_mode::lru;
+        p.minimum_matched_tokens = 0;
+        p.routing_floor_score = 0;
+        ASSERT_EQ(describe(route_lookup(idx, r, p, g.now)),
+                  describe(route_lookup(oracle, r, p, g.now)));
+        continue;
+      }
+      if (g.pick(8) == 0) {
+        auto e = g.make_event();
+        e.adapter_id = "";
+        idx.apply_event(e, g.now);
+        oracle.apply_event(e, g.now);
+        if (g.pick(10) == 0) {
+          idx.sweep(g.now);
+          oracle.sweep(g.now);
+        }
+        continue;
+      }
+      auto u = g.make_update(true);
+      const micros ts = u.timestamp_us == 0 ? g.now : u.timestamp_us;
+      idx.ingest(u, g.now);
+      oracle.ingest(u, g.now);
+      // Brute-force quota (§4.5) on the ingested tenant.
+      auto qit = quota.find(u.tenant_id);
+      if (qit != quota.end()) {
+        for (;;) {
+          auto all = entries_of(oracle);
+          std::map<std::tuple<std::string, std::string, std::string, std::string>, micros> age;
+          for (const auto& e : all) {
+            if (e.tenant != u.tenant_id) continue;
+            auto k = std::make_tuple(e.model, e.scheme, e.adapter, e.hash);
+            auto it = age.find(k);
+            age[k] = it == age.end() ? e.last_seen : std::max(it->second, e.last_seen);
+          }
+          if (static_cast<std::int64_t>(age.size()) <= qit->second) break;
+          auto victim = std::min_element(age.begin(), age.end(), [](const auto& x, const auto& y) {
+            return std::tie(x.second, x.first) < std::tie(y.second, y.first);
+          });
+          for (const auto& e : all) {
+            if (e.tenant == u.tenant_id &&
+                std::make_tuple(e.model, e.scheme, e.adapter, e.hash) == victim->first) {
+              evict_from_oracle(oracle, e, ts);
+            }
+          }
+        }
+      }
+      // Brute-force global cap (§4.6).
+      auto all = entries_of(oracle);
+      std::sort(all.begin(), all.end(), [&](const dumped_entry& x, const dumped_entry& y) {
+        const std::int64_t cx = lfu_tenant[x.tenant] ? x.access : 0;
+        const std::int64_t cy = lfu_tenant[y.tenant] ? y.access : 0;
+        return std::tie(cx, x.last_seen, x.tenant, x.model, x.scheme, x.adapter, x.hash,
+                        x.replica) < std::tie(cy, y.last_seen, y.tenant, y.model, y.scheme,
+                                              y.adapter, y.hash, y.replica);
+      });
+      for (std::size_t i = 0; static_cast<std::int64_t>(all.size() - i) > cap; ++i) {
+        evict_from_oracle(oracle, all[i], ts);
+      }
+      ASSERT_EQ(idx.canonical_dump(), oracle.canonical_dump()) << "seed " << seed << " step " << step;
+    }
+    EXPECT_EQ(idx.facts().total_entries, cap);
+  }
+}
+
+}  // namespace
+}  // namespace ic::index

@@ -1,0 +1,328 @@
+// One tenant's slice of the index: prefix keys, per-replica entries, stats rows, the
+// secondary counters of spec/lookup.md §2.4 and the eviction orders (cap, quota).
+//
+// `tenant_partition` is the unit a later per-tenant actor split would own. It shares only a
+// `global_facts` record with its siblings (total entries, reserved entries, total keys),
+// which it updates in lockstep with its own counters. `cache_index` owns the partitions and
+// runs the cross-tenant parts (global cap victim merge, cold-start carve-out).
+//
+// Layout (see index/README.md): keys live in a slab of 36-byte `key_record`s addressed by a
+// linear-probing table of 4-byte slots; a key's replica entries (20 bytes each) sit inline
+// when there is one and in one heap array otherwise. Names are interned to dense ids per
+// partition. 8-byte prefix hashes are stored inline as big-endian integers; other lengths go
+// to a side table.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "index/cache_index.hpp"
+#include "index/types.hpp"
+#include "policy/resolved_policy.hpp"
+
+namespace ic::index {
+
+/// Interns names (model, scheme, adapter, replica) to dense ids; ids and views are stable.
+class name_pool {
+ public:
+  /// Returns the id of `s`, adding it when new.
+  std::uint32_t intern(std::string_view s);
+  /// Returns the id of `s` when known.
+  std::optional<std::uint32_t> find(std::string_view s) const;
+  /// Returns the name of `id`.
+  std::string_view name(std::uint32_t id) const { return names_[id]; }
+  /// Returns the number of interned names.
+  std::size_t size() const { return names_.size(); }
+  /// Returns approximate heap bytes.
+  std::size_t bytes() const;
+
+ private:
+  std::deque<std::string> names_;
+  std::unordered_map<std::string_view, std::uint32_t> ids_;
+};
+
+/// Internal tier codes (one byte): 1..3 = T1..T3, 4 = unknown positive, 255 = negative.
+inline constexpr std::uint8_t tier_unknown_positive = 4;
+inline constexpr std::uint8_t tier_coldest = 255;
+/// Returns the normalised tier code of a wire tier (§2.6).
+std::uint8_t normalize_tier(std::int32_t wire);
+/// Returns the wire tier of a code (unknown codes report UNSPECIFIED).
+inline std::int32_t wire_tier(std::uint8_t code) { return code >= 1 && code <= 3 ? code : 0; }
+
+#pragma pack(push, 4)
+/// One (key, replica) entry: 20 bytes.
+struct replica_entry {
+  micros last_seen;
+  std::int32_t token_count;
+  /// Replica id (low 24 bits) and tier code (high 8 bits).
+  std::uint32_t replica_tier;
+  /// LFU counter (saturating).
+  std::uint32_t access_count;
+
+  std::uint32_t replica() const { return replica_tier & 0xFFFFFFu; }
+  std::uint8_t tier() const { return static_cast<std::uint8_t>(replica_tier >> 24); }
+};
+
+/// A key's replica entries when there are two or more.
+struct heap_entries {
+  replica_entry* data;
+  std::uint32_t capacity;
+  std::uint32_t size;
+};
+
+/// One prefix key: 32 bytes, its only replica entry inline (or a heap array of several).
+struct key_record {
+  /// Big-endian 8-byte hash, or the side-table index of a hash of another length.
+  std::uint64_t hash;
+  /// Partition (model, scheme, adapter) id in bits 0..23, plus the `key_*` flag bits;
+  /// all ones marks a free record.
+  std::uint32_t part;
+  union {
+    replica_entry one;
+    heap_entries many;
+  } u;
+};
+#pragma pack(pop)
+
+/// key_record::part flag bits.
+inline constexpr std::uint32_t key_long_hash = 0x80000000u;
+inline constexpr std::uint32_t key_on_heap = 0x40000000u;
+inline constexpr std::uint32_t key_empty = 0x20000000u;
+inline constexpr std::uint32_t key_part_mask = 0x00FFFFFFu;
+inline constexpr std::uint32_t key_free = 0xFFFFFFFFu;
+
+static_assert(sizeof(replica_entry) == 20, "replica_entry must stay 20 bytes");
+static_assert(sizeof(key_record) == 32, "key_record must stay 32 bytes");
+
+/// A vector in fixed chunks: growth never copies and wastes at most one chunk.
+template <typename T, std::size_t ChunkBits = 12>
+class chunked_vector {
+ public:
+  static constexpr std::size_t chunk_size = std::size_t{1} << ChunkBits;
+  T& operator[](std::size_t i) { return chunks_[i >> ChunkBits][i & (chunk_size - 1)]; }
+  const T& operator[](std::size_t i) const { return chunks_[i >> ChunkBits][i & (chunk_size - 1)]; }
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return chunks_.size() * chunk_size; }
+  void push_back(const T& v) {
+    if (size_ == capacity()) chunks_.push_back(std::make_unique<T[]>(chunk_size));
+    (*this)[size_++] = v;
+  }
+
+ private:
+  std::vector<std::unique_ptr<T[]>> chunks_;
+  std::size_t size_ = 0;
+};
+
+/// A global-cap candidate of one partition (§4.6 order within the partition).
+struct cap_candidate {
+  std::uint32_t count = 0;
+  micros last_seen = 0;
+  std::uint32_t key = 0;
+  std::uint32_t replica = 0;
+};
+
+/// One tenant's index state.
+class tenant_partition {
+ public:
+  /// Creates an empty partition for `name`, sharing `facts` with its siblings.
+  tenant_partition(std::string name, std::uint32_t slot, global_facts* facts,
+                   const index_options* options);
+  ~tenant_partition();
+  tenant_partition(const tenant_partition&) = delete;
+  tenant_partition& operator=(const tenant_partition&) = delete;
+
+  const std::string& name() const { return name_; }
+  bool reserved() const { return reserved_; }
+  /// Distinct keys (prefixes_by_tenant).
+  std::int64_t keys() const { return keys_; }
+  /// (key, replica) entries.
+  std::int64_t entries() const { return entries_; }
+  const policy::resolved_policy& policy() const { return policy_; }
+
+  /// Installs the tenant's policy; a changed eviction mode re-sorts the cap order.
+  void set_policy(const policy::resolved_policy& policy);
+  /// Installs the tenant's quota (nullopt = none).
+  void set_quota(std::optional<std::int64_t> quota);
+
+  /// Applies the prefix and stats parts of an update at `ts` (§2.6 steps 3–5).
+  void ingest(const cache_state_update& update, micros ts, change_log* changes,
+              ingest_result& result);
+  /// Enforces the tenant quota (§4.5) at `ts`.
+  void enforce_quota(micros ts, change_log* changes, ingest_result& result);
+  /// Applies an event (§2.7) at `ts`.
+  void apply_event(const cache_event& event, micros ts, change_log* changes,
+                   event_result& result);
+  /// Removes stale entries and stats rows (§4.7).
+  void sweep(micros now, change_log* changes, sweep_result& result);
+
+  /// Returns the partition's first live cap victim, if any.
+  std::optional<cap_candidate> peek_cap_victim();
+  /// Removes the victim last returned by `peek_cap_victim`.
+  void evict_cap_victim(const cap_candidate& victim, micros ts, change_log* changes);
+
+  /// Runs exact match / chain walk / TENANT_HOT for a non-empty tenant/model/scheme request;
+  /// returns prefix_match, tenant_hot or none (the caller classifies misses).
+  index_lookup_result lookup(const index_lookup_request& q, const policy::resolved_policy& pol,
+                             micros now) const;
+  /// Returns the sorted serving replica names of (model, scheme).
+  std::vector<std::string_view> serving_names(std::string_view model,
+                                              std::string_view scheme) const;
+  /// Returns serving_by_scope[(model, scheme)] as (replica, count).
+  std::vector<std::pair<std::string, std::int64_t>> serving(std::string_view model,
+                                                            std::string_view scheme) const;
+  /// Returns prefixes_by_tenant_model[model].
+  std::int64_t model_keys(std::string_view model) const;
+  /// Adds one LFU credit to `ref` when it still names a live entry.
+  void credit(const entry_ref& ref);
+
+  cache_state_view get_cache_state(std::string_view model) const;
+  void snapshot_rows(snapshot_view& out) const;
+  void entries_by_model(std::map<std::string, std::int64_t>& out) const;
+  std::optional<entry_view> find_entry(std::string_view model, std::string_view scheme,
+                                       std::string_view adapter, std::string_view hash,
+                                       std::string_view replica) const;
+  void dump(std::vector<std::string>& out) const;
+  void memory(memory_breakdown& m) const;
+
+ private:
+  struct part_info {
+    std::uint32_t model, scheme, adapter, scope;
+  };
+  struct scope_info {
+    std::uint32_t model, scheme;
+    std::unordered_map<std::uint32_t, std::uint32_t> serving;
+  };
+  struct stats_row {
+    std::int64_t cache_memory_bytes = 0;
+    float hit_rate = 0;
+    float pressure = 0;
+    std::int64_t t2_hit_tokens = 0;
+    std::int64_t t2_query_tokens = 0;
+    micros last_seen = 0;
+    micros stats_reported = 0;
+  };
+  /// A lazily validated group of refs sharing one order position (see README).
+  struct order_bucket {
+    /// Key refs as runs (first key, length): chain ingests create consecutive keys.
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> refs;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> candidates;
+    std::size_t cursor = 0;
+    bool dirty = true;
+  };
+  struct run_state {
+    std::uint32_t replica;
+    std::uint32_t matched;
+    micros oldest;
+    std::uint8_t tier;
+    std::uint32_t last_block;
+  };
+
+  // names, parts, scopes
+  std::uint32_t part_of(std::string_view model, std::string_view scheme, std::string_view adapter);
+  std::optional<std::uint32_t> find_part(std::string_view model, std::string_view scheme,
+                                         std::string_view adapter) const;
+  std::optional<std::uint32_t> find_scope(std::string_view model, std::string_view scheme) const;
+
+  // keys and entries
+  static bool on_heap(const key_record& k) { return (k.part & key_on_heap) != 0; }
+  static std::uint32_t size_of(const key_record& k) {
+    return on_heap(k) ? k.u.many.size : ((k.part & key_empty) != 0 ? 0 : 1);
+  }
+  static replica_entry* entries_of(key_record& k) { return on_heap(k) ? k.u.many.data : &k.u.one; }
+  static const replica_entry* entries_of(const key_record& k) {
+    return on_heap(k) ? k.u.many.data : &k.u.one;
+  }
+  static bool is_free(const key_record& k) { return k.part == key_free; }
+  static std::uint32_t part_id(const key_record& k) { return k.part & key_part_mask; }
+  std::uint64_t key_hash(std::uint32_t part, std::string_view bytes) const;
+  std::uint64_t key_hash(const key_record& k) const;
+  bool key_equals(const key_record& k, std::uint32_t part, std::string_view bytes) const;
+  std::string key_bytes(const key_record& k) const;
+  std::optional<std::uint32_t> find_key(std::uint32_t part, std::string_view bytes) const;
+  std::optional<std::uint32_t> find_key_hashed(std::uint32_t part, std::string_view bytes,
+                                               std::uint64_t h) const;
+  void prefetch_entries(const key_record& k) const;
+  /// Advances the running chain-walk replicas over one block's entries; returns how many
+  /// are still running.
+  template <bool Lfu>
+  std::size_t walk_block(const replica_entry* e, std::uint32_t m, std::uint32_t key,
+                         std::size_t block, micros cutoff, std::uint32_t add) const;
+  /// Returns each name id's rank in byte-wise name order (cached until a name is added).
+  const std::vector<std::uint32_t>& name_ranks() const;
+  std::uint32_t find_or_create_key(std::uint32_t part, std::string_view bytes, bool& created);
+  void grow_table();
+  void erase_slot(std::uint32_t key);
+  replica_entry* find_replica(key_record& k, std::uint32_t replica);
+  replica_entry* add_replica(key_record& k, std::uint32_t replica);
+  void upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
+              std::uint8_t tier, micros ts, std::uint32_t replica, change_log* changes,
+              ingest_result& result);
+  void remove_entry(std::uint32_t key, std::uint32_t pos, change_cause cause, micros ts,
+                    change_log* changes);
+  micros key_age(const key_record& k) const;
+
+  // eviction orders
+  bool cap_tracked() const { return !reserved_ && options_->max_entries > 0; }
+  std::uint32_t effective_count(const replica_entry& e) const;
+  void push_cap_ref(std::uint32_t key, std::uint32_t count, micros ts);
+  void rebuild_cap_order();
+  void prepare_cap_bucket(std::map<std::pair<std::uint32_t, micros>, order_bucket>::iterator it);
+  void push_quota_ref(std::uint32_t key);
+  void rebuild_quota_order();
+  bool key_less(std::uint32_t a, std::uint32_t b) const;
+
+  void record(change_log* changes, event_type type, change_cause cause, const key_record* k,
+              std::uint32_t replica, micros ts, std::uint32_t model = 0) const;
+
+  std::string name_;
+  std::uint32_t slot_;
+  bool reserved_;
+  global_facts* facts_;
+  const index_options* options_;
+  policy::resolved_policy policy_;
+  std::optional<std::int64_t> quota_;
+
+  name_pool names_;
+  std::vector<part_info> parts_;
+  std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> part_ids_;
+  std::vector<scope_info> scopes_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> scope_ids_;
+
+  chunked_vector<key_record> records_;
+  std::vector<std::uint32_t> free_records_;
+  std::vector<std::uint32_t> slots_;
+  std::vector<std::string> long_hashes_;
+  std::vector<std::uint32_t> free_long_;
+  std::int64_t keys_ = 0;
+  std::int64_t entries_ = 0;
+  std::unordered_map<std::uint32_t, std::int64_t> keys_by_model_;
+  std::unordered_map<std::uint32_t, std::unordered_map<std::uint32_t, stats_row>> stats_;
+
+  std::map<std::pair<std::uint32_t, micros>, order_bucket> cap_order_;
+  std::size_t cap_refs_ = 0;
+  std::pair<std::uint32_t, micros> last_cap_key_{0, 0};
+  order_bucket* last_cap_bucket_ = nullptr;
+  std::map<micros, order_bucket> quota_order_;
+  std::size_t quota_refs_ = 0;
+  bool removing_key_ = false;
+
+  // chain-walk scratch (single-threaded; reused across lookups)
+  mutable std::vector<std::uint32_t> stamp_;
+  mutable std::vector<std::uint32_t> run_slot_;
+  mutable std::uint32_t generation_ = 0;
+  mutable std::vector<run_state> runs_;
+  mutable std::vector<std::pair<std::uint32_t, std::uint32_t>> run_hits_;
+  mutable std::vector<std::uint64_t> hash_buf_;
+  mutable std::vector<std::uint32_t> key_buf_;
+  mutable std::vector<std::uint32_t> ranks_;
+};
+
+}  // namespace ic::index
