@@ -1,8 +1,322 @@
 #include "grpc_gateway/inference_cache_service.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <limits>
+
+#include "grpc_gateway/stream_channel.hpp"
+#include "index/types.hpp"
+#include "proto/translate.hpp"
+
 namespace ic::grpc_gateway {
 
 namespace v1 = inferencecache::v1alpha1;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+const grpc::Status kRecovering(grpc::StatusCode::UNAVAILABLE, "index is recovering; retry shortly");
+
+/// Converts the client's deadline (system clock; max() when none) to the steady clock.
+std::optional<steady::time_point> client_deadline(const grpc::CallbackServerContext* ctx) {
+  auto dl = ctx->deadline();
+  if (dl == std::chrono::system_clock::time_point::max()) return std::nullopt;
+  auto left = dl - std::chrono::system_clock::now();
+  return steady::now() + std::chrono::duration_cast<steady::duration>(left);
+}
+
+std::int64_t micros_since(steady::time_point start) {
+  return std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start).count();
+}
+
+bool is_reserved(const std::string& tenant) { return tenant == index::reserved_tenant; }
+
+}  // namespace
+
+/// The live server streams: closed together at shutdown; metrics streams get ticks.
+class stream_registry {
+ public:
+  struct metrics_stream {
+    std::weak_ptr<stream_channel<v1::Metric>> channel;
+    std::vector<std::string> names;
+  };
+
+  void add(std::weak_ptr<closable> c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    prune();
+    all_.push_back(std::move(c));
+  }
+  void add_metrics(metrics_stream s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.push_back(std::move(s));
+  }
+  std::vector<metrics_stream> metrics() {
+    std::lock_guard<std::mutex> lock(mu_);
+    metrics_.erase(std::remove_if(metrics_.begin(), metrics_.end(),
+                                  [](const metrics_stream& s) { return s.channel.expired(); }),
+                   metrics_.end());
+    return metrics_;
+  }
+  void close_all(const grpc::Status& st) {
+    std::vector<std::shared_ptr<closable>> live;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      closed_ = true;
+      for (auto& w : all_)
+        if (auto c = w.lock()) live.push_back(std::move(c));
+      all_.clear();
+    }
+    for (auto& c : live) c->close(st);
+  }
+  bool closed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return closed_;
+  }
+
+ private:
+  void prune() {
+    all_.erase(std::remove_if(all_.begin(), all_.end(),
+                              [](const std::weak_ptr<closable>& w) { return w.expired(); }),
+               all_.end());
+  }
+  std::mutex mu_;
+  std::vector<std::weak_ptr<closable>> all_;
+  std::vector<metrics_stream> metrics_;
+  bool closed_ = false;
+};
+
+namespace {
+
+/// Sends every index change that passes the filter down one StreamCacheEvents stream.
+class events_subscriber final : public actors::event_subscriber {
+ public:
+  events_subscriber(actors::event_filter filter, std::shared_ptr<stream_channel<v1::CacheEvent>> ch)
+      : event_subscriber(std::move(filter)), channel_(std::move(ch)) {}
+  bool offer(const index::cache_change& change) override {
+    v1::CacheEvent e;
+    proto::to_proto(change, &e);
+    return channel_->push(std::move(e));
+  }
+
+ private:
+  std::shared_ptr<stream_channel<v1::CacheEvent>> channel_;
+};
+
+/// Returns true when `s` is selected by `names` (empty = every inferencecache_* series).
+bool metric_selected(const metric_sample& s, const std::vector<std::string>& names) {
+  if (names.empty()) return s.name.rfind("inferencecache_", 0) == 0;
+  for (const auto& n : names)
+    if (n == s.name || n == s.family) return true;
+  return false;
+}
+
+void push_metrics(stream_channel<v1::Metric>& ch, const std::vector<metric_sample>& samples,
+                  const std::vector<std::string>& names, std::int64_t now_us) {
+  for (const auto& s : samples) {
+    if (!metric_selected(s, names)) continue;
+    v1::Metric m;
+    m.set_name(s.name);
+    m.set_type(s.type);
+    for (const auto& [k, v] : s.labels) (*m.mutable_labels())[k] = v;
+    m.set_value(s.value);
+    m.set_timestamp_us(now_us);
+    if (!ch.push(std::move(m))) return;
+  }
+}
+
+std::int64_t unix_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// One ReportCacheState stream: reads messages, journals each, and sends the Ack once every
+/// message is journaled and applied (spec/extensions.md §3–§4).
+class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate> {
+ public:
+  /// Starts reading; with no runtime yet (recovering) answers UNAVAILABLE at once.
+  report_reactor(grpc::CallbackServerContext* ctx, v1::Ack* ack, actors::runtime* runtime,
+                 gateway_probe* probe, std::size_t max_inflight)
+      : ctx_(ctx), ack_(ack), runtime_(runtime), probe_(probe), max_inflight_(max_inflight),
+        sink_(std::make_shared<sink>(this)) {
+    if (runtime_ == nullptr) {
+      sink_->finished = true;
+      Finish(kRecovering);
+      return;
+    }
+    StartRead(&msg_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      std::unique_lock<std::mutex> lock(sink_->mu);
+      sink_->half_closed = true;
+      sink_->cancelled = ctx_->IsCancelled();
+      sink_->maybe_finish(lock);
+      return;
+    }
+    const bool reserved = is_reserved(msg_.tenant_id());
+    std::size_t slot;
+    {
+      std::lock_guard<std::mutex> lock(sink_->mu);
+      slot = sink_->next_slot++;
+      if (reserved) {
+        // Never journaled: the index would skip it anyway (spec/lookup.md §2.8).
+        sink_->note_drop(slot, std::string(index::drop_reason::reserved_tenant));
+      } else {
+        ++sink_->outstanding;
+      }
+    }
+    if (reserved) {
+      if (probe_) probe_->on_dropped(std::string(index::drop_reason::reserved_tenant), 1);
+    } else {
+      runtime_->append(actors::record_kind::update, msg_.SerializeAsString(), sink_, slot);
+    }
+    std::unique_lock<std::mutex> lock(sink_->mu);
+    if (sink_->outstanding >= max_inflight_) {
+      sink_->paused = true;
+      return;
+    }
+    lock.unlock();
+    StartRead(&msg_);
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(sink_->mu);
+      sink_->reactor = nullptr;
+    }
+    delete this;
+  }
+
+ private:
+  struct sink final : actors::append_sink {
+    explicit sink(report_reactor* r) : reactor(r) {}
+
+    void on_applied(std::size_t slot, const actors::append_result& r) override {
+      std::unique_lock<std::mutex> lock(mu);
+      --outstanding;
+      if (!r.accepted && slot < refused_slot) {
+        refused_slot = slot;
+        refused_reason = r.reason_code;
+      } else if (r.accepted && !r.reason_code.empty()) {
+        note_drop(slot, r.reason_code);
+      }
+      if (paused && reactor && outstanding < reactor->max_inflight_ && !half_closed) {
+        paused = false;
+        auto* rr = reactor;
+        lock.unlock();
+        rr->StartRead(&rr->msg_);
+        return;
+      }
+      maybe_finish(lock);
+    }
+
+    /// Keeps the drop reason of the earliest message (extensions.md §4). Holds `mu`.
+    void note_drop(std::size_t slot, std::string reason) {
+      if (slot < drop_slot) {
+        drop_slot = slot;
+        drop_reason = std::move(reason);
+      }
+    }
+
+    void maybe_finish(std::unique_lock<std::mutex>& lock) {
+      if (!half_closed || outstanding != 0 || finished || reactor == nullptr) return;
+      finished = true;
+      auto* rr = reactor;
+      if (cancelled) {
+        lock.unlock();
+        rr->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled by the client"));
+        return;
+      }
+      if (!refused_reason.empty()) {
+        rr->ack_->set_accepted(false);
+        rr->ack_->set_reason_code(refused_reason);
+      } else {
+        rr->ack_->set_accepted(true);
+        rr->ack_->set_reason_code(drop_reason);
+      }
+      lock.unlock();
+      rr->Finish(grpc::Status::OK);
+    }
+
+    std::mutex mu;
+    report_reactor* reactor;
+    std::size_t next_slot = 0;
+    std::size_t outstanding = 0;
+    bool half_closed = false;
+    bool cancelled = false;
+    bool paused = false;
+    bool finished = false;
+    std::size_t drop_slot = std::numeric_limits<std::size_t>::max();
+    std::string drop_reason;
+    std::size_t refused_slot = std::numeric_limits<std::size_t>::max();
+    std::string refused_reason;
+  };
+
+  grpc::CallbackServerContext* ctx_;
+  v1::Ack* ack_;
+  actors::runtime* runtime_;
+  gateway_probe* probe_;
+  std::size_t max_inflight_;
+  v1::CacheStateUpdate msg_;
+  std::shared_ptr<sink> sink_;
+};
+
+/// Finishes a unary PublishEvent with the Ack of its one record.
+class event_sink final : public actors::append_sink {
+ public:
+  event_sink(grpc::ServerUnaryReactor* reactor, v1::Ack* ack) : reactor_(reactor), ack_(ack) {}
+  void on_applied(std::size_t, const actors::append_result& r) override {
+    ack_->set_accepted(r.accepted);
+    ack_->set_reason_code(r.reason_code);
+    reactor_->Finish(grpc::Status::OK);
+  }
+
+ private:
+  grpc::ServerUnaryReactor* reactor_;
+  v1::Ack* ack_;
+};
+
+}  // namespace
+
+inference_cache_service::inference_cache_service(
+    gateway_probe* probe, std::function<std::vector<metric_sample>()> metrics_source,
+    service_options options)
+    : probe_(probe),
+      metrics_source_(std::move(metrics_source)),
+      options_(options),
+      streams_(std::make_shared<stream_registry>()) {
+  ticker_ = std::thread([this] { metrics_ticker(); });
+}
+
+inference_cache_service::~inference_cache_service() { close_streams(); }
+
+void inference_cache_service::close_streams() {
+  {
+    std::lock_guard<std::mutex> lock(ticker_mu_);
+    ticker_stop_ = true;
+  }
+  ticker_cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  streams_->close_all(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+}
+
+void inference_cache_service::metrics_ticker() {
+  std::unique_lock<std::mutex> lock(ticker_mu_);
+  while (!ticker_stop_) {
+    ticker_cv_.wait_for(lock, options_.metrics_interval, [this] { return ticker_stop_; });
+    if (ticker_stop_) break;
+    auto subs = streams_->metrics();
+    if (subs.empty() || !metrics_source_) continue;
+    lock.unlock();
+    auto samples = metrics_source_();
+    auto now = unix_micros();
+    for (auto& s : subs)
+      if (auto ch = s.channel.lock()) push_metrics(*ch, samples, s.names, now);
+    lock.lock();
+  }
+}
 
 grpc::ServerUnaryReactor* inference_cache_service::RenderTemplate(
     grpc::CallbackServerContext* ctx, const v1::RenderTemplateRequest*,
@@ -19,6 +333,141 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupPDRoute(
   resp->set_reason_code("NO_HINT");
   auto* reactor = ctx->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackServerContext* ctx,
+                                                               const v1::LookupRouteRequest* req,
+                                                               v1::LookupRouteResponse* resp) {
+  const auto start = steady::now();
+  auto* reactor = ctx->DefaultReactor();
+  // H0: the reserved probe tenant short-circuits (latency 0, no adapter echo).
+  if (is_reserved(req->tenant_id())) {
+    resp->set_reason_code(std::string(index::reason::no_hint));
+    if (probe_) probe_->on_lookup(req->model_id(), resp->reason_code(), false, 0.0);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    reactor->Finish(kRecovering);
+    return reactor;
+  }
+  // H1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
+  auto deadline = client_deadline(ctx);
+  const auto budget_ms = rt->policy_of(req->tenant_id()).lookup_timeout_ms;
+  if (budget_ms > 0) {
+    auto budget = start + std::chrono::milliseconds(budget_ms);
+    deadline = deadline ? std::min(*deadline, budget) : budget;
+  }
+  const auto effective = deadline.value_or(start + options_.max_lookup_wait);
+  std::string model = req->model_id();
+  rt->lookup(proto::from_proto(*req), effective,
+                  [this, reactor, resp, start, model = std::move(model)](
+                      std::optional<index::lookup_route_response> r) {
+                    if (r) {
+                      proto::to_proto(*r, resp);
+                    } else {
+                      resp->set_reason_code(std::string(index::reason::timeout));
+                    }
+                    const auto us = micros_since(start);
+                    resp->set_lookup_latency_us(us);
+                    if (probe_)
+                      probe_->on_lookup(model, resp->reason_code(), resp->replica_scores_size() > 0,
+                                        static_cast<double>(us) / 1e6);
+                    reactor->Finish(grpc::Status::OK);
+                  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* inference_cache_service::GetCacheState(
+    grpc::CallbackServerContext* ctx, const v1::GetCacheStateRequest* req,
+    v1::GetCacheStateResponse* resp) {
+  auto* reactor = ctx->DefaultReactor();
+  if (is_reserved(req->tenant_id())) {
+    proto::to_proto(index::cache_state_view{}, resp);
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    reactor->Finish(kRecovering);
+    return reactor;
+  }
+  auto deadline = client_deadline(ctx).value_or(steady::now() + options_.state_timeout);
+  rt->cache_state(req->tenant_id(), req->model_id(), deadline,
+                       [reactor, resp](std::optional<index::cache_state_view> v) {
+                         if (!v) {
+                           reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                                                        "the index did not answer in time"));
+                           return;
+                         }
+                         proto::to_proto(*v, resp);
+                         reactor->Finish(grpc::Status::OK);
+                       });
+  return reactor;
+}
+
+grpc::ServerReadReactor<v1::CacheStateUpdate>* inference_cache_service::ReportCacheState(
+    grpc::CallbackServerContext* ctx, v1::Ack* ack) {
+  return new report_reactor(ctx, ack, runtime_.load(), probe_, options_.max_inflight_per_stream);
+}
+
+grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackServerContext* ctx,
+                                                                const v1::CacheEvent* event,
+                                                                v1::Ack* ack) {
+  auto* reactor = ctx->DefaultReactor();
+  if (is_reserved(event->tenant_id())) {
+    if (probe_) probe_->on_dropped(std::string(index::drop_reason::reserved_tenant), 1);
+    ack->set_accepted(true);
+    ack->set_reason_code(std::string(index::drop_reason::reserved_tenant));
+    reactor->Finish(grpc::Status::OK);
+    return reactor;
+  }
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    reactor->Finish(kRecovering);
+    return reactor;
+  }
+  rt->append(actors::record_kind::event, event->SerializeAsString(),
+                  std::make_shared<event_sink>(reactor, ack), 0);
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEvents(
+    grpc::CallbackServerContext*, const v1::StreamEventsRequest* req) {
+  auto channel = std::make_shared<stream_channel<v1::CacheEvent>>(options_.stream_buffer);
+  auto* reactor = new channel_reactor<v1::CacheEvent>(channel);
+  if (streams_->closed()) {
+    channel->close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+    return reactor;
+  }
+  actors::event_filter filter;
+  filter.tenant_id = req->tenant_id();
+  filter.model_id = req->model_id();
+  for (int t : req->types()) filter.types.push_back(t);
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    channel->close(kRecovering);
+    return reactor;
+  }
+  streams_->add(channel);
+  rt->subscribe(std::make_shared<events_subscriber>(std::move(filter), channel));
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::Metric>* inference_cache_service::StreamMetrics(
+    grpc::CallbackServerContext*, const v1::StreamMetricsRequest* req) {
+  auto channel = std::make_shared<stream_channel<v1::Metric>>(options_.stream_buffer);
+  auto* reactor = new channel_reactor<v1::Metric>(channel);
+  if (streams_->closed()) {
+    channel->close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+    return reactor;
+  }
+  std::vector<std::string> names(req->names().begin(), req->names().end());
+  streams_->add(channel);
+  streams_->add_metrics({channel, names});
+  if (metrics_source_) push_metrics(*channel, metrics_source_(), names, unix_micros());
   return reactor;
 }
 

@@ -1,29 +1,128 @@
 // The `inferencecache.v1alpha1.InferenceCache` gRPC service (callback API).
 //
-// Handlers only translate protobuf to domain requests, ask the actors, and translate back;
-// they never block a gRPC callback thread. RPCs whose issue has not landed keep the
-// generated default and answer UNIMPLEMENTED; RenderTemplate and LookupPDRoute answer the
-// reference's fail-open values (spec/extensions.md §7).
+// Handlers only translate protobuf to domain requests, ask the actor runtime, and translate
+// back; they never block a gRPC callback thread (every answer is delivered from the
+// runtime's callback). Fail-open outcomes are normal responses: a lookup whose deadline
+// (min(client deadline, the tenant's lookupTimeoutMs)) passes answers TIMEOUT, never an
+// error. RenderTemplate and LookupPDRoute answer the reference's fail-open values
+// (spec/extensions.md §7).
 #pragma once
 
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <condition_variable>
+#include <vector>
+
+#include "actors/runtime.hpp"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 
 namespace ic::grpc_gateway {
 
-/// The InferenceCache service. Thread-safe; owned by the composition root and outlives
-/// the grpc::Server it is registered with.
+/// Observes the gateway for metrics (implemented by the composition root).
+class gateway_probe {
+ public:
+  virtual ~gateway_probe() = default;
+  /// One LookupRoute answered (exactly one call per RPC).
+  virtual void on_lookup(const std::string& /*model*/, const std::string& /*reason_code*/,
+                         bool /*hint_used*/, double /*seconds*/) {}
+  /// Inputs dropped before reaching the journal (RESERVED_TENANT), by reason.
+  virtual void on_dropped(const std::string& /*reason*/, std::int64_t /*count*/) {}
+};
+
+/// One current metric series for StreamMetrics (spec/extensions.md §6).
+struct metric_sample {
+  std::string name;
+  std::string type;  ///< "counter" | "gauge" | "histogram"
+  std::map<std::string, std::string> labels;
+  double value = 0;
+  /// The family name a filter entry may name (e.g. "..._latency_seconds" for its _bucket).
+  std::string family;
+};
+
+/// Service options, from the server's flags.
+struct service_options {
+  /// Upper bound on a lookup without any deadline (client or policy). Default 10 s.
+  std::chrono::milliseconds max_lookup_wait{10'000};
+  /// Bound on GetCacheState. Default 10 s.
+  std::chrono::milliseconds state_timeout{10'000};
+  /// In-flight ReportCacheState messages per stream before reading pauses. Default 256.
+  std::size_t max_inflight_per_stream = 256;
+  /// Buffered messages per StreamCacheEvents / StreamMetrics subscriber. Default 4096.
+  std::size_t stream_buffer = 4096;
+  /// `--metrics-stream-interval`. Default 5 s.
+  std::chrono::nanoseconds metrics_interval = std::chrono::seconds(5);
+};
+
+class stream_registry;
+
+/// The InferenceCache service. Thread-safe; owned by the composition root, registered with
+/// one grpc::Server, and outlived by the runtime it asks.
 class inference_cache_service final
     : public inferencecache::v1alpha1::InferenceCache::CallbackService {
  public:
-  /// RenderTemplate: `reason_code "OK"`, every other field empty (reference stub).
+  /// A service that answers UNAVAILABLE until `attach` hands it the recovered runtime.
+  inference_cache_service(gateway_probe* probe,
+                          std::function<std::vector<metric_sample>()> metrics_source,
+                          service_options options = {});
+  ~inference_cache_service() override;
+
+  /// Starts serving from `runtime` (after recovery); it must outlive the gRPC server.
+  void attach(actors::runtime* runtime) { runtime_.store(runtime); }
+
+  /// Ends every open server stream (UNAVAILABLE) and stops the metrics ticker; call before
+  /// grpc::Server::Shutdown so shutdown does not wait for long-lived streams.
+  void close_streams();
+
   grpc::ServerUnaryReactor* RenderTemplate(
       grpc::CallbackServerContext* ctx, const inferencecache::v1alpha1::RenderTemplateRequest* req,
       inferencecache::v1alpha1::RenderTemplateResponse* resp) override;
 
-  /// LookupPDRoute: `reason_code "NO_HINT"`, every other field empty (reference stub).
+  grpc::ServerUnaryReactor* LookupRoute(
+      grpc::CallbackServerContext* ctx, const inferencecache::v1alpha1::LookupRouteRequest* req,
+      inferencecache::v1alpha1::LookupRouteResponse* resp) override;
+
   grpc::ServerUnaryReactor* LookupPDRoute(
       grpc::CallbackServerContext* ctx, const inferencecache::v1alpha1::LookupPDRouteRequest* req,
       inferencecache::v1alpha1::LookupPDRouteResponse* resp) override;
+
+  grpc::ServerUnaryReactor* GetCacheState(
+      grpc::CallbackServerContext* ctx, const inferencecache::v1alpha1::GetCacheStateRequest* req,
+      inferencecache::v1alpha1::GetCacheStateResponse* resp) override;
+
+  grpc::ServerReadReactor<inferencecache::v1alpha1::CacheStateUpdate>* ReportCacheState(
+      grpc::CallbackServerContext* ctx, inferencecache::v1alpha1::Ack* ack) override;
+
+  grpc::ServerUnaryReactor* PublishEvent(grpc::CallbackServerContext* ctx,
+                                         const inferencecache::v1alpha1::CacheEvent* event,
+                                         inferencecache::v1alpha1::Ack* ack) override;
+
+  grpc::ServerWriteReactor<inferencecache::v1alpha1::CacheEvent>* StreamCacheEvents(
+      grpc::CallbackServerContext* ctx,
+      const inferencecache::v1alpha1::StreamEventsRequest* req) override;
+
+  grpc::ServerWriteReactor<inferencecache::v1alpha1::Metric>* StreamMetrics(
+      grpc::CallbackServerContext* ctx,
+      const inferencecache::v1alpha1::StreamMetricsRequest* req) override;
+
+ private:
+  void metrics_ticker();
+
+  std::atomic<actors::runtime*> runtime_{nullptr};
+  gateway_probe* probe_;
+  std::function<std::vector<metric_sample>()> metrics_source_;
+  service_options options_;
+  std::shared_ptr<stream_registry> streams_;
+  std::mutex ticker_mu_;
+  std::condition_variable ticker_cv_;
+  bool ticker_stop_ = false;
+  std::thread ticker_;
 };
 
 }  // namespace ic::grpc_gateway

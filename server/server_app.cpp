@@ -11,18 +11,20 @@
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server.h>
 #include <grpcpp/server_builder.h>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
+#include "actors/runtime.hpp"
 #include "grpc_gateway/inference_cache_service.hpp"
+#include "policy/policy_json.hpp"
 #include "server/admin_auth.hpp"
 #include "server/http_server.hpp"
 #include "server/logging.hpp"
+#include "server/metrics.hpp"
+#include "server/snapshot_json.hpp"
 
 namespace ic::server {
 namespace {
+
+using namespace std::chrono_literals;
 
 std::string read_file(const std::string& path, std::string& error) {
   std::ifstream in(path, std::ios::binary);
@@ -41,68 +43,95 @@ std::string host_of(const std::string& bind) {
   return host.empty() ? "0.0.0.0" : host;
 }
 
+const char* auth_label(auth_result r) { return r == auth_result::ok ? "ok" : "unauth"; }
+
+http_response method_not_allowed(const std::string& allow) {
+  http_response r{405, "method not allowed\n"};
+  r.headers["Allow"] = allow;
+  return r;
+}
+
+/// Outcome of applying one policy body.
+struct policy_outcome {
+  int status;  ///< 204, 400 or 503
+  std::string message;
+};
+
 }  // namespace
 
 struct server_app::impl {
-  explicit impl(server_config c) : cfg(std::move(c)), auth(cfg.admin_token, cfg.insecure_disable_auth) {}
+  explicit impl(server_config c)
+      : cfg(std::move(c)), auth(cfg.admin_token, cfg.insecure_disable_auth) {}
 
   server_config cfg;
   admin_auth auth;
   std::atomic<bool> ready{false};
   bool stopped = false;
 
-  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  prometheus::Gauge* up = nullptr;
-  prometheus::Gauge* tls_enabled = nullptr;
-  prometheus::Family<prometheus::Counter>* snapshot_auth = nullptr;
-  prometheus::Family<prometheus::Counter>* policy_auth = nullptr;
-  prometheus::Family<prometheus::Counter>* probe_auth = nullptr;
-
-  grpc_gateway::inference_cache_service service;
+  server_metrics metrics;
+  std::unique_ptr<actors::runtime> runtime;
+  std::unique_ptr<grpc_gateway::inference_cache_service> service;
   std::unique_ptr<grpc::Server> grpc_server;
   int grpc_port = 0;
   http_server http;
   http_server admin;
 
-  void register_metrics() {
-    up = &prometheus::BuildGauge()
-              .Name("inferencecache_server_up")
-              .Help("1 while the server is serving")
-              .Register(*registry)
-              .Add({});
-    tls_enabled = &prometheus::BuildGauge()
-                       .Name("inferencecache_server_grpc_tls_enabled")
-                       .Help("1 when the gRPC listener uses TLS")
-                       .Register(*registry)
-                       .Add({});
-    snapshot_auth = &prometheus::BuildCounter()
-                         .Name("inferencecache_snapshot_auth_total")
-                         .Help("Auth decisions on /snapshot")
-                         .Register(*registry);
-    policy_auth = &prometheus::BuildCounter()
-                       .Name("inferencecache_policy_auth_total")
-                       .Help("Auth decisions on /policy")
-                       .Register(*registry);
-    probe_auth = &prometheus::BuildCounter()
-                      .Name("inferencecache_probe_auth_total")
-                      .Help("Auth decisions on /probe")
-                      .Register(*registry);
+  // Refreshes the per-model entry gauge from the index (at scrape time, not per ingest).
+  void refresh_index_gauge() {
+    if (!runtime) return;
+    if (auto by_model = runtime->entries_by_model_blocking(2s)) metrics.set_index_entries(*by_model);
   }
 
   // Wraps an admin handler: auth first (before the method check, as the reference does).
-  http_handler guarded(prometheus::Family<prometheus::Counter>* counter, http_handler inner) {
-    return [this, counter, inner = std::move(inner)](const http_request& req) {
-      if (auth.check(req.authorization) != auth_result::ok) {
-        counter->Add({{"result", "unauth"}}).Increment();
-        return http_response{401, "unauthorized\n"};
-      }
-      if (!auth.disabled()) counter->Add({{"result", "ok"}}).Increment();
+  http_handler guarded(admin_route route, http_handler inner) {
+    return [this, route, inner = std::move(inner)](const http_request& req) {
+      auto result = auth.check(req.authorization);
+      if (!auth.disabled()) metrics.on_auth(route, auth_label(result));
+      if (result != auth_result::ok) return http_response{401, "unauthorized\n"};
       return inner(req);
     };
   }
 
-  static http_response not_implemented(const http_request&) {
-    return http_response{501, "not implemented yet\n"};
+  policy_outcome apply_policy_body(const std::string& body) {
+    auto parsed = policy::parse_policy_body(body);
+    if (!parsed.has_value()) return {400, parsed.error()};
+    std::string canonical = policy::encode_policy_set(parsed.value());
+    if (!runtime) return {503, "index is recovering"};
+    // The controller re-pushes the same set every 30 s: journal only real changes.
+    auto current = runtime->policy_json_blocking(5s);
+    if (current && *current == canonical) return {204, ""};
+    auto ack = runtime->append_blocking(actors::record_kind::policy, canonical, 10s);
+    if (!ack) return {503, "policy not applied: the index did not answer in time"};
+    if (!ack->accepted) return {503, "policy not applied: " + ack->reason_code};
+    return {204, ""};
+  }
+
+  http_response handle_policy(const http_request& req) {
+    if (req.method == "GET" || req.method == "HEAD") {
+      // Extension: read back the current policy set (canonical JSON).
+      auto json = runtime ? runtime->policy_json_blocking(5s) : std::nullopt;
+      if (!json) return http_response{503, "index not ready\n"};
+      http_response r{200, *json + "\n"};
+      r.content_type = "application/json";
+      return r;
+    }
+    if (req.method != "POST" && req.method != "PUT") return method_not_allowed("POST, PUT");
+    if (req.body_too_large)
+      return http_response{400, "decode policy snapshot: http: request body too large\n"};
+    auto out = apply_policy_body(req.body);
+    if (out.status == 204) return http_response{204, ""};
+    if (out.status == 400) log_event(spdlog::level::warn, "policy_rejected", {{"error", out.message}});
+    else log_event(spdlog::level::err, "policy_unavailable", {{"error", out.message}});
+    return http_response{out.status, out.message + "\n"};
+  }
+
+  http_response handle_snapshot(const http_request& req) {
+    if (req.method != "GET") return method_not_allowed("GET");
+    auto view = runtime ? runtime->snapshot_blocking(10s) : std::nullopt;
+    if (!view) return http_response{503, "index not ready\n"};
+    http_response r{200, snapshot_json(*view) + "\n"};
+    r.content_type = "application/json";
+    return r;
   }
 
   void register_routes() {
@@ -111,14 +140,19 @@ struct server_app::impl {
       return ready.load() ? http_response{200, "ok\n"} : http_response{503, "not ready\n"};
     });
     http.route("/metrics", [this](const http_request&) {
-      prometheus::TextSerializer serializer;
-      http_response r{200, serializer.Serialize(registry->Collect())};
+      refresh_index_gauge();
+      http_response r{200, metrics.render()};
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       return r;
     });
-    admin.route("/snapshot", guarded(snapshot_auth, not_implemented));
-    admin.route("/policy", guarded(policy_auth, not_implemented));
-    admin.route("/probe", guarded(probe_auth, not_implemented));
+    admin.route("/snapshot",
+                guarded(admin_route::snapshot, [this](const http_request& r) { return handle_snapshot(r); }));
+    admin.route("/policy",
+                guarded(admin_route::policy, [this](const http_request& r) { return handle_policy(r); }),
+                policy::max_body_bytes);
+    admin.route("/probe", guarded(admin_route::probe, [](const http_request&) {
+                  return http_response{501, "not implemented yet\n"};
+                }));
   }
 
   int start_grpc() {
@@ -135,16 +169,25 @@ struct server_app::impl {
       }
       opts.pem_key_cert_pairs.push_back(std::move(pair));
       creds = grpc::SslServerCredentials(opts);
-      tls_enabled->Set(1);
+      metrics.set_tls_enabled(true);
     } else {
       creds = grpc::InsecureServerCredentials();
     }
+    grpc_gateway::service_options sopts;
+    sopts.metrics_interval = cfg.metrics_stream_interval;
+    service = std::make_unique<grpc_gateway::inference_cache_service>(
+        &metrics,
+        [this] {
+          refresh_index_gauge();
+          return metrics.samples();
+        },
+        sopts);
     grpc::EnableDefaultHealthCheckService(true);
     grpc::reflection::InitProtoReflectionServerBuilderPlugin();
     grpc::ServerBuilder builder;
     builder.AddListeningPort(grpc_listen_address(cfg.grpc_bind_address), creds, &grpc_port);
     builder.SetMaxReceiveMessageSize(cfg.max_recv_message_bytes);
-    builder.RegisterService(&service);
+    builder.RegisterService(service.get());
     grpc_server = builder.BuildAndStart();
     if (!grpc_server || grpc_port == 0) {
       log_event(spdlog::level::err, "serve_error",
@@ -155,10 +198,45 @@ struct server_app::impl {
     return 0;
   }
 
-  int start() {
-    register_metrics();
-    register_routes();
+  int recover() {
+    actors::runtime_options ro;
+    ro.journal_dir = (std::filesystem::path(cfg.data_dir) / "journal").string();
+    ro.fsync = cfg.journal_fsync;
+    ro.max_entries = cfg.max_index_entries;
+    ro.default_ttl = cfg.default_ttl;
+    ro.sweep_interval = cfg.sweep_interval;
+    ro.block_size = cfg.engine_block_size;
+    std::string error;
+    actors::recovery_info info;
+    runtime = actors::runtime::start(ro, &metrics, &error, &info);
+    if (!runtime) {
+      log_event(spdlog::level::err, "recovery_failed", {{"error", error}});
+      return 1;
+    }
+    if (!info.torn_tail.empty())
+      log_event(spdlog::level::warn, "journal_torn_tail_dropped", {{"detail", info.torn_tail}});
+    log_event(spdlog::level::info, "recovered",
+              {{"records_replayed", std::to_string(info.records_replayed)},
+               {"last_sequence", std::to_string(info.last_sequence)},
+               {"entries", std::to_string(info.entries)},
+               {"seconds", std::to_string(info.seconds)}});
+    if (!cfg.policy_file.empty()) {
+      std::string err;
+      std::string body = read_file(cfg.policy_file, err);
+      auto out = err.empty() ? apply_policy_body(body) : policy_outcome{400, err};
+      if (out.status != 204) {
+        log_event(spdlog::level::err, "policy_file_rejected",
+                  {{"file", cfg.policy_file}, {"error", out.message}});
+        return out.status == 400 ? 2 : 1;
+      }
+      log_event(spdlog::level::info, "policy_file_applied", {{"file", cfg.policy_file}});
+    }
+    service->attach(runtime.get());
+    return 0;
+  }
 
+  int start() {
+    register_routes();
     std::error_code ec;
     std::filesystem::create_directories(cfg.data_dir, ec);
     if (ec) {
@@ -193,12 +271,13 @@ struct server_app::impl {
                {"http_addr", host_of(cfg.http_bind_address) + ":" + std::to_string(http.port())},
                {"snapshot_addr",
                 host_of(cfg.snapshot_bind_address) + ":" + std::to_string(admin.port())},
-               {"data_dir", cfg.data_dir}});
+               {"data_dir", cfg.data_dir},
+               {"journal_fsync", cfg.journal_fsync ? "true" : "false"}});
 
-    // Recovery from the journal runs here once the journal lands; until then the index
-    // starts empty.
+    if (int rc = recover(); rc != 0) return rc;
+
     ready = true;
-    up->Set(1);
+    metrics.set_up(true);
     grpc_server->GetHealthCheckService()->SetServingStatus(true);
     log_event(spdlog::level::info, "ready");
     return 0;
@@ -209,15 +288,18 @@ struct server_app::impl {
     stopped = true;
     log_event(spdlog::level::info, "graceful_shutdown_started");
     ready = false;
-    up->Set(0);
+    metrics.set_up(false);
+    if (runtime) runtime->begin_shutdown();
+    if (service) service->close_streams();
     if (grpc_server) {
       grpc_server->GetHealthCheckService()->SetServingStatus(false);
-      grpc_server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      grpc_server->Shutdown(std::chrono::system_clock::now() + 5s);
     }
     // civetweb's stop takes about a second per server; stop both at once.
     std::thread stop_admin([this] { admin.stop(); });
     http.stop();
     stop_admin.join();
+    if (runtime) runtime->stop();
     log_event(spdlog::level::info, "graceful_shutdown_done");
   }
 };

@@ -1,0 +1,81 @@
+#include "actors/record_codec.hpp"
+
+#include "inferencecache/journal/v1/journal.pb.h"
+#include "proto/translate.hpp"
+
+namespace ic::actors {
+namespace {
+
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// Appends a length-delimited field (wire type 2) holding `bytes`.
+void put_bytes_field(std::string& out, int field, std::string_view bytes) {
+  put_varint(out, static_cast<std::uint64_t>(field) << 3 | 2);
+  put_varint(out, bytes.size());
+  out.append(bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload) {
+  // Record{applied_at_us = 1; update = 2; event = 3; policy = 4; sweep = 5}, written by hand so
+  // the payload's bytes are embedded without a parse/serialize round trip.
+  std::string out;
+  out.reserve(payload.size() + 24);
+  if (applied_at_us != 0) {
+    put_varint(out, 1 << 3 | 0);
+    put_varint(out, static_cast<std::uint64_t>(applied_at_us));
+  }
+  switch (kind) {
+    case record_kind::update: put_bytes_field(out, 2, payload); break;
+    case record_kind::event: put_bytes_field(out, 3, payload); break;
+    case record_kind::policy: {
+      std::string push;
+      put_bytes_field(push, 1, payload);  // PolicyPush.canonical_json
+      put_bytes_field(out, 4, push);
+      break;
+    }
+    case record_kind::sweep: put_bytes_field(out, 5, {}); break;
+  }
+  return out;
+}
+
+std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view bytes,
+                                            std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<decoded_record> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  inferencecache::journal::v1::Record rec;
+  if (!rec.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return fail("record does not parse as inferencecache.journal.v1.Record");
+  decoded_record out;
+  out.applied_at_us = rec.applied_at_us();
+  switch (static_cast<record_kind>(kind)) {
+    case record_kind::update:
+      if (!rec.has_update()) return fail("update record without an update payload");
+      out.payload = proto::from_proto(rec.update());
+      return out;
+    case record_kind::event:
+      if (!rec.has_event()) return fail("event record without an event payload");
+      out.payload = proto::from_proto(rec.event());
+      return out;
+    case record_kind::policy:
+      if (!rec.has_policy()) return fail("policy record without a policy payload");
+      out.payload = policy_record{rec.policy().canonical_json()};
+      return out;
+    case record_kind::sweep:
+      if (!rec.has_sweep()) return fail("sweep record without a sweep payload");
+      out.payload = sweep_record{};
+      return out;
+  }
+  return fail("unknown record type " + std::to_string(kind));
+}
+
+}  // namespace ic::actors

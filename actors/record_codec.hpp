@@ -1,0 +1,54 @@
+// The journal record codec: what one journaled input looks like as bytes, and back.
+//
+// A record is `inferencecache.journal.v1.Record` (proto/inferencecache/journal/v1/
+// journal.proto): the time it was first applied plus exactly one payload. The journal's
+// record type tag says which payload (`record_kind`). Encoding embeds the producer's
+// already-serialized message bytes, so the live path never re-encodes what it received;
+// decoding yields the index's plain structs, and the live path and replay apply them
+// through the same code (actors/index_state.hpp).
+//
+//   std::string bytes = encode_record(record_kind::update, now_us, update_proto_bytes);
+//   auto rec = decode_record(record_kind::update, bytes);   // -> decoded_record or error
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "index/types.hpp"
+
+namespace ic::actors {
+
+/// Journal record type tags. Numbered forever: never renumber or reuse one.
+enum class record_kind : std::uint32_t {
+  update = 1,  ///< one ReportCacheState message (CacheStateUpdate)
+  event = 2,   ///< one PublishEvent request (CacheEvent)
+  policy = 3,  ///< one accepted /policy push (canonical JSON)
+  sweep = 4,   ///< one periodic TTL sweep
+};
+
+/// A policy push as journaled: the canonical JSON of the accepted set.
+struct policy_record {
+  std::string canonical_json;
+};
+
+/// A TTL sweep as journaled (it carries only the record's time).
+struct sweep_record {};
+
+/// One decoded record: when it was applied and what it carried.
+struct decoded_record {
+  index::micros applied_at_us = 0;
+  std::variant<index::cache_state_update, index::cache_event, policy_record, sweep_record> payload;
+};
+
+/// Returns the record bytes for `kind` with an already-serialized payload message
+/// (CacheStateUpdate / CacheEvent bytes; canonical policy JSON; empty for a sweep).
+std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload);
+
+/// Decodes one record; nullopt with `error` set when the bytes or the kind are not valid.
+std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view bytes,
+                                            std::string* error = nullptr);
+
+}  // namespace ic::actors

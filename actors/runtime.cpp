@@ -1,0 +1,474 @@
+#include "actors/runtime.hpp"
+
+#include <atomic>
+#include <future>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/index_state.hpp"
+#include "journal/log.hpp"
+
+namespace ic::actors {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+// ---- the actors' protocol ------------------------------------------------------------------
+// Atoms are at most 10 characters (CAF 0.17).
+using append_atom = caf::atom_constant<caf::atom("append")>;
+using flush_atom = caf::atom_constant<caf::atom("flush")>;
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using apply_atom = caf::atom_constant<caf::atom("apply")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using state_atom = caf::atom_constant<caf::atom("state")>;
+using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
+using policy_atom = caf::atom_constant<caf::atom("policy")>;
+using entries_atom = caf::atom_constant<caf::atom("entries")>;
+using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
+
+/// One input to journal (journal actor <- runtime::append).
+struct append_msg {
+  record_kind kind = record_kind::update;
+  std::string payload;
+  std::shared_ptr<append_sink> sink;
+  std::size_t slot = 0;
+};
+
+/// One journaled record on its way to the index (journal actor -> index actor).
+struct committed {
+  std::uint64_t seq = 0;
+  std::uint32_t kind = 0;
+  std::string bytes;
+  std::shared_ptr<append_sink> sink;
+  std::size_t slot = 0;
+};
+
+/// One group commit's records, in journal order.
+struct committed_batch {
+  std::vector<committed> items;
+};
+
+/// A lookup and the steady-clock deadline after which its answer is TIMEOUT.
+struct lookup_msg {
+  index::lookup_route_request request;
+  steady::time_point deadline;
+};
+
+using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
+using subscriber_ptr = std::shared_ptr<event_subscriber>;
+
+}  // namespace
+}  // namespace ic::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::lookup_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::snapshot_view)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::entries_list)
+
+namespace ic::actors {
+namespace {
+
+/// The index actor: sole owner of `index_state` once the runtime started.
+///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
+///   lookup(msg)             -> lookup_route_response (TIMEOUT when msg.deadline passed)
+///   state(tenant, model)    -> cache_state_view
+///   snapshot()              -> snapshot_view
+///   policy()                -> canonical JSON of the current policy set
+///   entries()               -> distinct keys per model
+///   subscribe(subscriber)   registers an observer
+using index_actor = caf::typed_actor<
+    caf::reacts_to<apply_atom, committed_batch>,
+    caf::replies_to<lookup_atom, lookup_msg>::with<index::lookup_route_response>,
+    caf::replies_to<state_atom, std::string, std::string>::with<index::cache_state_view>,
+    caf::replies_to<snap_atom>::with<index::snapshot_view>,
+    caf::replies_to<policy_atom>::with<std::string>,
+    caf::replies_to<entries_atom>::with<entries_list>,
+    caf::reacts_to<sub_atom, subscriber_ptr>>;
+
+/// The journal actor: the single writer.
+///   append(msg)  queues an input; a self-sent flush writes everything queued as one group
+///   flush()      appends the queue to the journal, hands the batch to the index actor
+///   sweep()      queues a TTL sweep record and re-arms the timer
+using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
+                                       caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>>;
+
+index::micros now_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// Shared, read-mostly policy view for callers that need a tenant's budget before asking.
+struct policy_cell {
+  std::shared_ptr<const policy::policy_store> store;
+  policy::resolved_policy resolve(const std::string& tenant) const {
+    auto s = std::atomic_load(&store);
+    return s->resolve(tenant);
+  }
+  void publish(const policy::policy_store& current) {
+    std::atomic_store(&store, std::shared_ptr<const policy::policy_store>(
+                                  std::make_shared<policy::policy_store>(current)));
+  }
+};
+
+struct index_actor_state {
+  std::shared_ptr<index_state> st;
+  std::vector<subscriber_ptr> subscribers;
+  runtime_probe* probe = nullptr;
+  policy_cell* policies = nullptr;
+  std::chrono::milliseconds test_delay{0};
+  index::change_log changes;
+};
+
+index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_actor_state> self,
+                                            std::shared_ptr<index_state> st, runtime_probe* probe,
+                                            policy_cell* policies,
+                                            std::chrono::milliseconds test_delay) {
+  self->state.st = std::move(st);
+  self->state.probe = probe;
+  self->state.policies = policies;
+  self->state.test_delay = test_delay;
+  return {
+      [=](apply_atom, committed_batch& batch) {
+        auto& s = self->state;
+        for (auto& item : batch.items) {
+          std::string error;
+          auto rec = decode_record(item.kind, item.bytes, &error);
+          append_result result;
+          result.seq = item.seq;
+          if (!rec) {
+            spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
+          } else {
+            s.changes.clear();
+            auto out = s.st->apply(*rec, s.subscribers.empty() ? nullptr : &s.changes);
+            if (!out.ok) spdlog::error("journal record {} not applied: {}", item.seq, out.error);
+            result.reason_code = std::string(out.ingest.first_drop_reason);
+            if (s.probe) {
+              if (auto* u = std::get_if<index::cache_state_update>(&rec->payload))
+                s.probe->on_ingest(u->tenant_id, out.ingest);
+              if (std::holds_alternative<sweep_record>(rec->payload)) s.probe->on_sweep(out.sweep);
+            }
+            if (std::holds_alternative<policy_record>(rec->payload))
+              s.policies->publish(s.st->policies());
+            if (!s.changes.empty()) {
+              auto& subs = s.subscribers;
+              for (const auto& c : s.changes) {
+                for (auto& sub : subs) {
+                  if (sub && sub->filter().matches(c) && !sub->offer(c)) sub.reset();
+                }
+              }
+              subs.erase(std::remove(subs.begin(), subs.end(), nullptr), subs.end());
+            }
+          }
+          if (item.sink) item.sink->on_applied(item.slot, result);
+        }
+      },
+      [=](lookup_atom, lookup_msg& msg) -> index::lookup_route_response {
+#ifdef IC_TEST_HOOKS
+        if (self->state.test_delay.count() > 0) std::this_thread::sleep_for(self->state.test_delay);
+#endif
+        const auto deadline = msg.deadline;
+        return self->state.st->lookup(msg.request, now_micros(),
+                                      [deadline] { return steady::now() > deadline; });
+      },
+      [=](state_atom, const std::string& tenant, const std::string& model) {
+        return self->state.st->index().get_cache_state(tenant, model);
+      },
+      [=](snap_atom) { return self->state.st->index().snapshot(); },
+      [=](policy_atom) { return self->state.st->policies().to_json(); },
+      [=](entries_atom) { return self->state.st->index().entries_by_model(); },
+      [=](sub_atom, subscriber_ptr& sub) { self->state.subscribers.push_back(std::move(sub)); },
+  };
+}
+
+struct journal_actor_state {
+  journal::log* log = nullptr;
+  index_actor index;
+  runtime_probe* probe = nullptr;
+  std::vector<append_msg> pending;
+  bool flush_scheduled = false;
+  bool unavailable = false;
+  std::chrono::nanoseconds sweep_interval{};
+};
+
+/// Records per journal write; a longer queue is written in several groups.
+constexpr std::size_t max_group_records = 4096;
+
+journal_actor::behavior_type journal_actor_impl(
+    journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log, index_actor index,
+    runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
+  self->state.log = log;
+  self->state.index = index;
+  self->state.probe = probe;
+  self->state.sweep_interval = sweep_interval;
+  self->delayed_send(self, sweep_interval, sweep_atom::value);
+  auto schedule_flush = [self] {
+    if (!self->state.flush_scheduled) {
+      self->state.flush_scheduled = true;
+      self->send(self, flush_atom::value);
+    }
+  };
+  return {
+      [=](append_atom, append_msg& msg) {
+        self->state.pending.push_back(std::move(msg));
+        schedule_flush();
+      },
+      [=](flush_atom) {
+        auto& s = self->state;
+        s.flush_scheduled = false;
+        if (s.pending.empty()) return;
+        std::size_t n = std::min(s.pending.size(), max_group_records);
+        const index::micros now = now_micros();
+        std::vector<std::string> bytes(n);
+        std::vector<journal::record_in> records(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          bytes[i] = encode_record(s.pending[i].kind, now, s.pending[i].payload);
+          records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
+        }
+        if (s.unavailable) s.log->resume();
+        auto first = s.log->append(records);
+        if (s.probe) s.probe->on_journal_write(first.ok(), n);
+        if (!first.ok()) {
+          if (!s.unavailable)
+            spdlog::error("journal unavailable: {}", first.status().to_string());
+          s.unavailable = true;
+          for (std::size_t i = 0; i < n; ++i) {
+            if (s.pending[i].sink)
+              s.pending[i].sink->on_applied(
+                  s.pending[i].slot, append_result{false, ack_reason::journal_unavailable, 0});
+          }
+        } else {
+          if (s.unavailable) spdlog::info("journal available again");
+          s.unavailable = false;
+          committed_batch batch;
+          batch.items.reserve(n);
+          for (std::size_t i = 0; i < n; ++i) {
+            batch.items.push_back(committed{first.value() + i,
+                                            static_cast<std::uint32_t>(s.pending[i].kind),
+                                            std::move(bytes[i]), std::move(s.pending[i].sink),
+                                            s.pending[i].slot});
+          }
+          self->send(s.index, apply_atom::value, std::move(batch));
+        }
+        s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
+        if (!s.pending.empty()) schedule_flush();
+      },
+      [=](sweep_atom) {
+        self->state.pending.push_back(append_msg{record_kind::sweep, {}, nullptr, 0});
+        schedule_flush();
+        self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
+      },
+  };
+}
+
+/// Delivers an append result to a promise (for the blocking helpers).
+class promise_sink final : public append_sink {
+ public:
+  void on_applied(std::size_t, const append_result& r) override { promise_.set_value(r); }
+  std::future<append_result> future() { return promise_.get_future(); }
+
+ private:
+  std::promise<append_result> promise_;
+};
+
+caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t workers) {
+  cfg.set("scheduler.max-threads", workers);
+  cfg.set("logger.verbosity", caf::atom("quiet"));
+  return cfg;
+}
+
+}  // namespace
+
+struct runtime::impl {
+  explicit impl(std::size_t workers) : system(configure(config, workers)) {}
+
+  caf::actor_system_config config;
+  caf::actor_system system;
+  std::unique_ptr<journal::log> log;
+  policy_cell policies;
+  index_actor index;
+  journal_actor journal;
+  std::atomic<bool> shutting_down{false};
+  bool stopped = false;
+};
+
+runtime::runtime(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
+
+runtime::~runtime() { stop(); }
+
+std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_probe* probe,
+                                        std::string* error, recovery_info* info) {
+  auto fail = [&](const std::string& why) -> std::unique_ptr<runtime> {
+    if (error) *error = why;
+    return nullptr;
+  };
+  const auto t0 = steady::now();
+  journal::options jopts;
+  jopts.fsync = options.fsync;
+  auto opened = journal::log::open(options.journal_dir, jopts);
+  if (!opened.ok()) return fail(opened.status().to_string());
+  std::unique_ptr<journal::log> log = std::move(opened).value();
+
+  index_state_options sopts;
+  sopts.max_entries = options.max_entries;
+  sopts.default_ttl = options.default_ttl;
+  sopts.block_size = options.block_size;
+  auto state = std::make_shared<index_state>(sopts);
+
+  // Recovery: replay every journaled record through the live apply path.
+  recovery_info rec_info;
+  std::string replay_error;
+  auto st = log->read(log->truncated_through() + 1, [&](const journal::record_view& r) {
+    std::string why;
+    auto rec = decode_record(r.type, r.payload, &why);
+    if (!rec) {
+      replay_error = "journal " + options.journal_dir + ": record " + std::to_string(r.seq) +
+                     " cannot be decoded: " + why;
+      return false;
+    }
+    auto out = state->apply(*rec);
+    if (!out.ok) {
+      replay_error = "journal " + options.journal_dir + ": record " + std::to_string(r.seq) +
+                     " cannot be applied: " + out.error;
+      return false;
+    }
+    ++rec_info.records_replayed;
+    return true;
+  });
+  if (!st.ok()) return fail(st.to_string());
+  if (!replay_error.empty()) return fail(replay_error);
+
+  // One journaled TTL sweep at the current time, so nothing expired comes back.
+  const index::micros now = now_micros();
+  std::string sweep = encode_record(record_kind::sweep, now, {});
+  auto sweep_seq = log->append(static_cast<std::uint32_t>(record_kind::sweep), sweep);
+  if (!sweep_seq.ok()) return fail("journal " + options.journal_dir + ": " + sweep_seq.status().to_string());
+  state->apply(*decode_record(static_cast<std::uint32_t>(record_kind::sweep), sweep));
+
+  rec_info.last_sequence = log->last_sequence();
+  rec_info.entries = state->index().facts().total_entries;
+  if (log->info().dropped_torn_tail)
+    rec_info.torn_tail = log->info().torn_tail_reason;
+  rec_info.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  if (info) *info = rec_info;
+
+  auto p = std::make_unique<impl>(options.workers);
+  p->log = std::move(log);
+  p->policies.publish(state->policies());
+  p->index = p->system.spawn(index_actor_impl, state, probe, &p->policies,
+                             options.test_lookup_delay);
+  p->journal = p->system.spawn<caf::detached>(journal_actor_impl, p->log.get(), p->index, probe,
+                                              options.sweep_interval);
+  return std::unique_ptr<runtime>(new runtime(std::move(p)));
+}
+
+void runtime::append(record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
+                     std::size_t slot) {
+  if (impl_->shutting_down.load()) {
+    if (sink) sink->on_applied(slot, append_result{false, ack_reason::shutting_down, 0});
+    return;
+  }
+  caf::anon_send(impl_->journal, append_atom::value,
+                 append_msg{kind, std::move(payload), std::move(sink), slot});
+}
+
+void runtime::lookup(index::lookup_route_request request, steady::time_point deadline,
+                     std::function<void(std::optional<index::lookup_route_response>)> done) {
+  auto left = deadline - steady::now();
+  if (left <= steady::duration::zero()) {
+    done(std::nullopt);
+    return;
+  }
+  auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(left);
+  impl_->system.spawn([idx = impl_->index, msg = lookup_msg{std::move(request), deadline},
+                       timeout, done = std::move(done)](caf::event_based_actor* self) mutable {
+    self->request(idx, timeout, lookup_atom::value, std::move(msg))
+        .then([done](index::lookup_route_response& r) { done(std::move(r)); },
+              [done](caf::error&) { done(std::nullopt); });
+  });
+}
+
+void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
+                          std::function<void(std::optional<index::cache_state_view>)> done) {
+  auto left = deadline - steady::now();
+  if (left <= steady::duration::zero()) {
+    done(std::nullopt);
+    return;
+  }
+  auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(left);
+  impl_->system.spawn([idx = impl_->index, tenant = std::move(tenant), model = std::move(model),
+                       timeout, done = std::move(done)](caf::event_based_actor* self) mutable {
+    self->request(idx, timeout, state_atom::value, tenant, model)
+        .then([done](index::cache_state_view& v) { done(std::move(v)); },
+              [done](caf::error&) { done(std::nullopt); });
+  });
+}
+
+void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {
+  caf::anon_send(impl_->index, sub_atom::value, std::move(subscriber));
+}
+
+policy::resolved_policy runtime::policy_of(const std::string& tenant) const {
+  return impl_->policies.resolve(tenant);
+}
+
+namespace {
+
+template <class T, class... Ts>
+std::optional<T> ask_blocking(caf::actor_system& sys, const index_actor& idx,
+                              std::chrono::milliseconds timeout, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  std::optional<T> out;
+  self->request(idx, timeout, std::forward<Ts>(xs)...)
+      .receive([&](T& v) { out = std::move(v); }, [&](caf::error&) {});
+  return out;
+}
+
+}  // namespace
+
+std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::milliseconds timeout) {
+  return ask_blocking<index::snapshot_view>(impl_->system, impl_->index, timeout, snap_atom::value);
+}
+
+std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds timeout) {
+  return ask_blocking<std::string>(impl_->system, impl_->index, timeout, policy_atom::value);
+}
+
+std::optional<std::vector<std::pair<std::string, std::int64_t>>>
+runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
+  return ask_blocking<entries_list>(impl_->system, impl_->index, timeout, entries_atom::value);
+}
+
+std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,
+                                                      std::chrono::milliseconds timeout) {
+  auto sink = std::make_shared<promise_sink>();
+  auto fut = sink->future();
+  append(kind, std::move(payload), sink, 0);
+  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return fut.get();
+}
+
+void runtime::begin_shutdown() { impl_->shutting_down = true; }
+
+void runtime::stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->shutting_down = true;
+  // Reverse order of start: the writer first (its queue is empty once the gRPC server
+  // drained), then the index, then the journal files.
+  caf::anon_send_exit(impl_->journal, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(impl_->index, caf::exit_reason::user_shutdown);
+  impl_->system.await_all_actors_done();
+  if (impl_->log) {
+    auto st = impl_->log->close();
+    if (!st.ok()) spdlog::error("journal close: {}", st.to_string());
+  }
+}
+
+}  // namespace ic::actors

@@ -1,0 +1,116 @@
+// The actor runtime of inferencecache-server, behind a CAF-free facade.
+//
+// `runtime::start` recovers the index from the journal (replaying every record through the
+// same code as the live path, then one TTL sweep at the current time), spawns the actors and
+// returns; from then on callers ask through this class:
+//
+//   - the journal actor (single writer, detached thread) appends inputs in group commits
+//     and hands each committed batch to the index actor;
+//   - the index actor owns the index, the policies and quotas (`index_state`), applies
+//     committed records, answers lookups and views, and tells subscribers what changed;
+//   - a sweep timer journals a TTL sweep every `sweep_interval`.
+//
+// Every method is thread-safe and never blocks, except the `*_blocking` helpers meant for
+// HTTP threads. Callbacks run on actor threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "actors/messages.hpp"
+#include "actors/record_codec.hpp"
+#include "index/types.hpp"
+#include "policy/resolved_policy.hpp"
+
+namespace ic::actors {
+
+/// Runtime configuration (from the server's flags).
+struct runtime_options {
+  /// Journal directory (RocksDB). Created if missing.
+  std::string journal_dir;
+  /// `--journal-fsync`. Default false.
+  bool fsync = false;
+  /// `--max-index-entries`. Default 1,000,000; 0 = unbounded.
+  std::int64_t max_entries = 1'000'000;
+  /// `--default-ttl`. Default 30 min.
+  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  /// `--sweep-interval`. Default 1 min.
+  std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
+  /// `--engine-block-size`. Default 16.
+  int block_size = 16;
+  /// CAF worker threads. Default 2 (one per core on the reference machine).
+  std::size_t workers = 2;
+  /// Test builds only: extra delay the index actor sleeps before each lookup decision.
+  std::chrono::milliseconds test_lookup_delay{0};
+};
+
+/// What recovery found, for the startup log.
+struct recovery_info {
+  std::uint64_t records_replayed = 0;
+  std::uint64_t last_sequence = 0;
+  std::int64_t entries = 0;
+  double seconds = 0;
+  std::string torn_tail;  ///< non-empty when a torn tail was dropped
+};
+
+/// The running actor system. Create with `start`; `stop` (or the destructor) shuts down in
+/// reverse order: stop accepting, drain the journal actor, stop the index actor, close the
+/// journal.
+class runtime {
+ public:
+  /// Opens the journal, recovers, spawns the actors. On failure returns nullptr with a
+  /// one-line `error` naming the file and the problem.
+  static std::unique_ptr<runtime> start(const runtime_options& options, runtime_probe* probe,
+                                        std::string* error, recovery_info* info = nullptr);
+  ~runtime();
+  runtime(const runtime&) = delete;
+  runtime& operator=(const runtime&) = delete;
+
+  /// Appends one input; `sink->on_applied(slot, …)` fires once it is journaled and applied,
+  /// or refused (JOURNAL_UNAVAILABLE, SHUTTING_DOWN). Inputs from one thread are applied in
+  /// call order.
+  void append(record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
+              std::size_t slot);
+
+  /// Answers a lookup by `deadline` (steady clock): `done(response)` with the index's answer,
+  /// or with nullopt when the deadline passed first (the caller answers TIMEOUT).
+  void lookup(index::lookup_route_request request,
+              std::chrono::steady_clock::time_point deadline,
+              std::function<void(std::optional<index::lookup_route_response>)> done);
+
+  /// GetCacheState of (tenant, model); nullopt when the index did not answer by `deadline`.
+  void cache_state(std::string tenant, std::string model,
+                   std::chrono::steady_clock::time_point deadline,
+                   std::function<void(std::optional<index::cache_state_view>)> done);
+
+  /// Registers an observer of index changes (dropped when `offer` returns false).
+  void subscribe(std::shared_ptr<event_subscriber> subscriber);
+
+  /// Returns the resolved policy of `tenant` as of the last applied policy push.
+  policy::resolved_policy policy_of(const std::string& tenant) const;
+
+  /// Blocking helpers for HTTP threads; nullopt on timeout.
+  std::optional<index::snapshot_view> snapshot_blocking(std::chrono::milliseconds timeout);
+  std::optional<std::string> policy_json_blocking(std::chrono::milliseconds timeout);
+  std::optional<std::vector<std::pair<std::string, std::int64_t>>> entries_by_model_blocking(
+      std::chrono::milliseconds timeout);
+  /// Appends and waits for the result (e.g. a /policy push); nullopt on timeout.
+  std::optional<append_result> append_blocking(record_kind kind, std::string payload,
+                                               std::chrono::milliseconds timeout);
+
+  /// Refuses new appends with SHUTTING_DOWN from now on.
+  void begin_shutdown();
+
+  /// Shuts everything down; idempotent.
+  void stop();
+
+ private:
+  struct impl;
+  explicit runtime(std::unique_ptr<impl> p);
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ic::actors

@@ -1,0 +1,179 @@
+#include "actors/runtime.hpp"
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "tests/support/server_process.hpp"
+
+namespace ic::actors {
+namespace {
+
+namespace v1 = inferencecache::v1alpha1;
+using namespace std::chrono_literals;
+
+std::string update_bytes(const std::string& replica, const std::vector<std::string>& blocks,
+                         const std::string& scheme = "vllm") {
+  v1::CacheStateUpdate u;
+  u.set_replica_id(replica);
+  u.set_model_id("m");
+  u.set_tenant_id("t");
+  u.set_hash_scheme(scheme);
+  auto* p = u.add_prefixes();
+  for (const auto& b : blocks) {
+    p->add_block_hashes(b);
+    p->add_block_token_counts(64);
+  }
+  return u.SerializeAsString();
+}
+
+index::lookup_route_request chain_lookup(const std::vector<std::string>& blocks) {
+  index::lookup_route_request r;
+  r.tenant_id = "t";
+  r.model_id = "m";
+  r.hash_scheme = "vllm";
+  for (const auto& b : blocks) {
+    r.block_hashes.push_back(b);
+    r.block_token_counts.push_back(64);
+  }
+  return r;
+}
+
+std::optional<index::lookup_route_response> lookup_blocking(runtime& rt,
+                                                            index::lookup_route_request req) {
+  std::promise<std::optional<index::lookup_route_response>> p;
+  auto f = p.get_future();
+  rt.lookup(std::move(req), std::chrono::steady_clock::now() + 5s,
+            [&p](std::optional<index::lookup_route_response> r) { p.set_value(std::move(r)); });
+  return f.get();
+}
+
+class collecting_subscriber final : public event_subscriber {
+ public:
+  using event_subscriber::event_subscriber;
+  bool offer(const index::cache_change& c) override {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.push_back(std::string(c.replica_id) + ":" + std::to_string(static_cast<int>(c.type)) +
+                   ":" + c.prefix_hash);
+    return true;
+  }
+  std::vector<std::string> snapshot() {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen;
+  }
+  std::mutex mu;
+  std::vector<std::string> seen;
+};
+
+class RuntimeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::make_temp_dir("ic_runtime");
+    opts_.journal_dir = dir_ + "/journal";
+  }
+  void TearDown() override { test::remove_tree(dir_); }
+  std::string dir_;
+  runtime_options opts_;
+};
+
+TEST_F(RuntimeTest, AcknowledgedUpdateIsVisibleToTheNextLookup) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->accepted);
+  EXPECT_EQ(ack->reason_code, "");
+  EXPECT_GT(ack->seq, 0u);
+  auto resp = lookup_blocking(*rt, chain_lookup({"a", "b"}));
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->reason_code, "PREFIX_MATCH");
+  rt->stop();
+}
+
+TEST_F(RuntimeTest, DropReasonReachesTheAck) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}, ""), 5s);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->accepted);
+  EXPECT_EQ(ack->reason_code, "DROPPED_EMPTY_HASH_SCHEME");
+}
+
+TEST_F(RuntimeTest, RestartRecoversTheIndexFromTheJournal) {
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r2", {"a"}), 5s));
+    rt->stop();
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GE(info.records_replayed, 2u);
+  EXPECT_EQ(info.entries, 3);
+  auto resp = lookup_blocking(*rt, chain_lookup({"a", "b"}));
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->reason_code, "PREFIX_MATCH");
+  ASSERT_FALSE(resp->replica_scores.empty());
+  EXPECT_EQ(resp->replica_scores[0].replica_id, "r1");
+  EXPECT_EQ(resp->replica_scores[0].matched_tokens, 128);
+}
+
+TEST_F(RuntimeTest, SubscribersSeeAddedEntriesInOrder) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto sub = std::make_shared<collecting_subscriber>(event_filter{"t", "", {}});
+  auto other = std::make_shared<collecting_subscriber>(event_filter{"other-tenant", "", {}});
+  rt->subscribe(sub);
+  rt->subscribe(other);
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+  auto seen = sub->snapshot();
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "r1:1:a");
+  EXPECT_EQ(seen[1], "r1:1:b");
+  EXPECT_TRUE(other->snapshot().empty());
+}
+
+TEST_F(RuntimeTest, ShuttingDownRefusesAppends) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  rt->begin_shutdown();
+  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_FALSE(ack->accepted);
+  EXPECT_EQ(ack->reason_code, "SHUTTING_DOWN");
+}
+
+TEST_F(RuntimeTest, PolicyPushChangesTheLookupBudget) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_EQ(rt->policy_of("t").lookup_timeout_ms, 0);
+  auto ack = rt->append_blocking(
+      record_kind::policy,
+      R"({"version":7,"policies":[{"namespace":"t","lookupTimeoutMs":40}],"tenants":[]})", 5s);
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_TRUE(ack->accepted);
+  EXPECT_EQ(rt->policy_of("t").lookup_timeout_ms, 40);
+  auto json = rt->policy_json_blocking(5s);
+  ASSERT_TRUE(json.has_value());
+  EXPECT_NE(json->find("\"lookupTimeoutMs\":40"), std::string::npos) << *json;
+}
+
+TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {
+  opts_.journal_dir = "/proc/ic-no-such-dir/journal";
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(err.find("/proc/ic-no-such-dir"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace ic::actors

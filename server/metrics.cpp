@@ -1,0 +1,212 @@
+#include "server/metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+namespace ic::server {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries kLatencyBuckets = {
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1};
+
+std::string format_le(double v) {
+  if (std::isinf(v)) return "+Inf";
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  auto& r = *registry_;
+  up_ = &prometheus::BuildGauge().Name("inferencecache_server_up").Help("1 while the server serves").Register(r).Add({});
+  tls_ = &prometheus::BuildGauge()
+              .Name("inferencecache_server_grpc_tls_enabled")
+              .Help("1 when the gRPC listener uses TLS")
+              .Register(r)
+              .Add({});
+  index_entries_ = &prometheus::BuildGauge()
+                        .Name("inferencecache_index_entries")
+                        .Help("Distinct prefix keys per model (reserved tenant excluded)")
+                        .Register(r);
+  lookup_calls_ = &prometheus::BuildCounter()
+                       .Name("inferencecache_lookup_route_calls_total")
+                       .Help("LookupRoute calls by model, reason code and whether a hint was given")
+                       .Register(r);
+  lookup_latency_ = &prometheus::BuildHistogram()
+                         .Name("inferencecache_lookup_route_latency_seconds")
+                         .Help("LookupRoute latency on the server")
+                         .Register(r);
+  tenant_evictions_ = &prometheus::BuildCounter()
+                           .Name("inferencecache_tenant_evictions_total")
+                           .Help("Distinct keys evicted by tenant quotas")
+                           .Register(r);
+  index_evictions_ = &prometheus::BuildCounter()
+                          .Name("inferencecache_index_evictions_total")
+                          .Help("(key x replica) entries evicted by the global cap or the TTL sweep")
+                          .Register(r);
+  snapshot_auth_ = &prometheus::BuildCounter()
+                        .Name("inferencecache_snapshot_auth_total")
+                        .Help("Auth decisions on /snapshot")
+                        .Register(r);
+  policy_auth_ = &prometheus::BuildCounter()
+                      .Name("inferencecache_policy_auth_total")
+                      .Help("Auth decisions on /policy")
+                      .Register(r);
+  probe_auth_ = &prometheus::BuildCounter()
+                     .Name("inferencecache_probe_auth_total")
+                     .Help("Auth decisions on /probe")
+                     .Register(r);
+  ingest_dropped_ = &prometheus::BuildCounter()
+                         .Name("inferencecache_ingest_dropped_total")
+                         .Help("Ingested PrefixEntries (or messages) dropped, by reason")
+                         .Register(r);
+  journal_writes_ = &prometheus::BuildCounter()
+                         .Name("inferencecache_journal_writes_total")
+                         .Help("Journal group commits by result")
+                         .Register(r);
+  journal_records_ = &prometheus::BuildCounter()
+                          .Name("inferencecache_journal_records_total")
+                          .Help("Records appended to the journal")
+                          .Register(r)
+                          .Add({});
+  journal_available_ = &prometheus::BuildGauge()
+                            .Name("inferencecache_journal_available")
+                            .Help("1 while the journal accepts writes")
+                            .Register(r)
+                            .Add({});
+  subscribers_dropped_ = &prometheus::BuildCounter()
+                              .Name("inferencecache_stream_subscribers_dropped_total")
+                              .Help("StreamCacheEvents subscribers cut off for falling behind")
+                              .Register(r)
+                              .Add({});
+  journal_available_->Set(1);
+  // Pre-create the drop reasons so dashboards see zeros.
+  for (const char* reason :
+       {"DROPPED_EMPTY_HASH_SCHEME", "DROPPED_MALFORMED_CHAIN", "RESERVED_TENANT"})
+    ingest_dropped_->Add({{"reason", reason}});
+}
+
+server_metrics::~server_metrics() = default;
+
+void server_metrics::set_up(bool up) { up_->Set(up ? 1 : 0); }
+
+void server_metrics::set_tls_enabled(bool on) { tls_->Set(on ? 1 : 0); }
+
+void server_metrics::on_auth(admin_route route, const std::string& result) {
+  auto* fam = route == admin_route::snapshot ? snapshot_auth_
+              : route == admin_route::policy ? policy_auth_
+                                             : probe_auth_;
+  fam->Add({{"result", result}}).Increment();
+}
+
+void server_metrics::set_index_entries(
+    const std::vector<std::pair<std::string, std::int64_t>>& by_model) {
+  std::lock_guard<std::mutex> lock(models_mu_);
+  std::set<std::string> now;
+  for (const auto& [model, n] : by_model) {
+    index_entries_->Add({{"model", model}}).Set(static_cast<double>(n));
+    now.insert(model);
+    models_seen_.insert(model);
+  }
+  for (const auto& m : models_seen_)
+    if (!now.count(m)) index_entries_->Add({{"model", m}}).Set(0);
+}
+
+void server_metrics::on_ingest(const std::string& tenant, const index::ingest_result& r) {
+  if (r.dropped_empty_hash_scheme)
+    ingest_dropped_->Add({{"reason", "DROPPED_EMPTY_HASH_SCHEME"}})
+        .Increment(static_cast<double>(r.dropped_empty_hash_scheme));
+  if (r.dropped_malformed_chain)
+    ingest_dropped_->Add({{"reason", "DROPPED_MALFORMED_CHAIN"}})
+        .Increment(static_cast<double>(r.dropped_malformed_chain));
+  if (r.dropped_reserved_tenant)
+    ingest_dropped_->Add({{"reason", "RESERVED_TENANT"}})
+        .Increment(static_cast<double>(r.dropped_reserved_tenant));
+  if (r.quota_evicted_keys)
+    tenant_evictions_->Add({{"tenant_id", tenant}, {"reason", "over_entries"}})
+        .Increment(static_cast<double>(r.quota_evicted_keys));
+  if (r.cap_evicted_lru)
+    index_evictions_->Add({{"algorithm", "lru"}, {"reason", "cap"}})
+        .Increment(static_cast<double>(r.cap_evicted_lru));
+  if (r.cap_evicted_lfu)
+    index_evictions_->Add({{"algorithm", "lfu"}, {"reason", "cap"}})
+        .Increment(static_cast<double>(r.cap_evicted_lfu));
+}
+
+void server_metrics::on_sweep(const index::sweep_result& r) {
+  if (r.entries_removed_lru)
+    index_evictions_->Add({{"algorithm", "lru"}, {"reason", "ttl"}})
+        .Increment(static_cast<double>(r.entries_removed_lru));
+  if (r.entries_removed_lfu)
+    index_evictions_->Add({{"algorithm", "lfu"}, {"reason", "ttl"}})
+        .Increment(static_cast<double>(r.entries_removed_lfu));
+}
+
+void server_metrics::on_journal_write(bool ok, std::size_t records) {
+  journal_writes_->Add({{"result", ok ? "ok" : "error"}}).Increment();
+  if (ok) journal_records_->Increment(static_cast<double>(records));
+  journal_available_->Set(ok ? 1 : 0);
+}
+
+void server_metrics::on_subscriber_dropped() { subscribers_dropped_->Increment(); }
+
+void server_metrics::on_lookup(const std::string& model, const std::string& reason_code,
+                               bool hint_used, double seconds) {
+  lookup_calls_
+      ->Add({{"model", model}, {"reason_code", reason_code}, {"hint_used", hint_used ? "true" : "false"}})
+      .Increment();
+  lookup_latency_->Add({{"model", model}}, kLatencyBuckets).Observe(seconds);
+}
+
+void server_metrics::on_dropped(const std::string& reason, std::int64_t count) {
+  ingest_dropped_->Add({{"reason", reason}}).Increment(static_cast<double>(count));
+}
+
+std::string server_metrics::render() const {
+  prometheus::TextSerializer serializer;
+  return serializer.Serialize(registry_->Collect());
+}
+
+std::vector<grpc_gateway::metric_sample> server_metrics::samples() const {
+  std::vector<grpc_gateway::metric_sample> out;
+  for (const auto& fam : registry_->Collect()) {
+    for (const auto& m : fam.metric) {
+      std::map<std::string, std::string> labels;
+      for (const auto& l : m.label) labels[l.name] = l.value;
+      switch (fam.type) {
+        case prometheus::MetricType::Counter:
+          out.push_back({fam.name, "counter", labels, m.counter.value, fam.name});
+          break;
+        case prometheus::MetricType::Gauge:
+          out.push_back({fam.name, "gauge", labels, m.gauge.value, fam.name});
+          break;
+        case prometheus::MetricType::Histogram: {
+          out.push_back({fam.name + "_count", "histogram", labels,
+                         static_cast<double>(m.histogram.sample_count), fam.name});
+          out.push_back({fam.name + "_sum", "histogram", labels, m.histogram.sample_sum, fam.name});
+          for (const auto& b : m.histogram.bucket) {
+            auto with_le = labels;
+            with_le["le"] = format_le(b.upper_bound);
+            out.push_back({fam.name + "_bucket", "histogram", with_le,
+                           static_cast<double>(b.cumulative_count), fam.name});
+          }
+          break;
+        }
+        default:
+          break;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace ic::server

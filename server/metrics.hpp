@@ -1,0 +1,83 @@
+// The server's Prometheus metrics: every `inferencecache_*` series of spec/operations.md §3.8
+// plus ingest drops by reason and journal health (spec/extensions.md §4).
+//
+// `server_metrics` is the only place that knows prometheus-cpp: it implements the probe
+// interfaces the runtime and the gateway report through, renders /metrics text, and lists
+// current series for StreamMetrics.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "actors/messages.hpp"
+#include "grpc_gateway/inference_cache_service.hpp"
+
+namespace prometheus {
+class Registry;
+class Gauge;
+class Counter;
+class Histogram;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace ic::server {
+
+/// Which admin route an auth decision was for.
+enum class admin_route { snapshot, policy, probe };
+
+/// Metrics registry and probes. Thread-safe.
+class server_metrics final : public actors::runtime_probe, public grpc_gateway::gateway_probe {
+ public:
+  server_metrics();
+  ~server_metrics() override;
+
+  void set_up(bool up);
+  void set_tls_enabled(bool on);
+  /// Counts one auth decision (`result` = ok | unauth | forbidden | error).
+  void on_auth(admin_route route, const std::string& result);
+  /// Replaces `inferencecache_index_entries{model}`; models no longer present read 0.
+  void set_index_entries(const std::vector<std::pair<std::string, std::int64_t>>& by_model);
+
+  // actors::runtime_probe
+  void on_ingest(const std::string& tenant, const index::ingest_result& r) override;
+  void on_sweep(const index::sweep_result& r) override;
+  void on_journal_write(bool ok, std::size_t records) override;
+  void on_subscriber_dropped() override;
+
+  // grpc_gateway::gateway_probe
+  void on_lookup(const std::string& model, const std::string& reason_code, bool hint_used,
+                 double seconds) override;
+  void on_dropped(const std::string& reason, std::int64_t count) override;
+
+  /// Renders the Prometheus text exposition of every series.
+  std::string render() const;
+  /// Lists every current series (histograms as _count, _sum and _bucket{le}).
+  std::vector<grpc_gateway::metric_sample> samples() const;
+
+ private:
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Gauge* up_;
+  prometheus::Gauge* tls_;
+  prometheus::Family<prometheus::Gauge>* index_entries_;
+  prometheus::Family<prometheus::Counter>* lookup_calls_;
+  prometheus::Family<prometheus::Histogram>* lookup_latency_;
+  prometheus::Family<prometheus::Counter>* tenant_evictions_;
+  prometheus::Family<prometheus::Counter>* index_evictions_;
+  prometheus::Family<prometheus::Counter>* snapshot_auth_;
+  prometheus::Family<prometheus::Counter>* policy_auth_;
+  prometheus::Family<prometheus::Counter>* probe_auth_;
+  prometheus::Family<prometheus::Counter>* ingest_dropped_;
+  prometheus::Family<prometheus::Counter>* journal_writes_;
+  prometheus::Counter* journal_records_;
+  prometheus::Gauge* journal_available_;
+  prometheus::Counter* subscribers_dropped_;
+  std::mutex models_mu_;
+  std::set<std::string> models_seen_;
+};
+
+}  // namespace ic::server
