@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/index_state.hpp"
+#include "actors/test_hooks.hpp"
 #include "journal/log.hpp"
 
 namespace ic::actors {
@@ -170,9 +171,7 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         }
       },
       [=](lookup_atom, lookup_msg& msg) -> index::lookup_route_response {
-#ifdef IC_TEST_HOOKS
         if (self->state.test_delay.count() > 0) std::this_thread::sleep_for(self->state.test_delay);
-#endif
         const auto deadline = msg.deadline;
         return self->state.st->lookup(msg.request, now_micros(),
                                       [deadline] { return steady::now() > deadline; });
@@ -361,8 +360,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   auto p = std::make_unique<impl>(options.workers);
   p->log = std::move(log);
   p->policies.publish(state->policies());
-  p->index = p->system.spawn(index_actor_impl, state, probe, &p->policies,
-                             options.test_lookup_delay);
+  p->index = p->system.spawn(index_actor_impl, state, probe, &p->policies, test_lookup_delay());
   p->journal = p->system.spawn<caf::detached>(journal_actor_impl, p->log.get(), p->index, probe,
                                               options.sweep_interval);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));

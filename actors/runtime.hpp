@@ -43,8 +43,6 @@ struct runtime_options {
   int block_size = 16;
   /// CAF worker threads. Default 2 (one per core on the reference machine).
   std::size_t workers = 2;
-  /// Test builds only: extra delay the index actor sleeps before each lookup decision.
-  std::chrono::milliseconds test_lookup_delay{0};
 };
 
 /// What recovery found, for the startup log.

@@ -453,6 +453,9 @@ grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEv
   }
   streams_->add(channel);
   rt->subscribe(std::make_shared<events_subscriber>(std::move(filter), channel));
+  // Headers go out only once the subscription is queued at the index actor: a client that
+  // waits for them knows every change it causes afterwards will be streamed.
+  reactor->StartSendInitialMetadata();
   return reactor;
 }
 

@@ -1,0 +1,14 @@
+// Test-only hooks, linked in two variants: `test_hooks_off.cpp` (every production binary:
+// the hooks do nothing) and `test_hooks_on.cpp` (the `inferencecache-server-testhooks`
+// binary that integration tests start, so that a TIMEOUT can be made deterministic).
+#pragma once
+
+#include <chrono>
+
+namespace ic::actors {
+
+/// Returns how long the index actor stalls before each lookup decision (0 in production;
+/// the test variant reads IC_TEST_LOOKUP_DELAY_MS once).
+std::chrono::milliseconds test_lookup_delay();
+
+}  // namespace ic::actors
