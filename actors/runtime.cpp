@@ -28,6 +28,7 @@ using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
 using entries_atom = caf::atom_constant<caf::atom("entries")>;
 using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
+using probe_atom = caf::atom_constant<caf::atom("probe")>;
 
 /// One input to journal (journal actor <- runtime::append).
 struct append_msg {
@@ -71,6 +72,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::snapshot_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::entries_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_outcome)
 
 namespace ic::actors {
 namespace {
@@ -83,6 +86,7 @@ namespace {
 ///   policy()                -> canonical JSON of the current policy set
 ///   entries()               -> distinct keys per model
 ///   subscribe(subscriber)   registers an observer
+///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
 using index_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, committed_batch>,
     caf::replies_to<lookup_atom, lookup_msg>::with<index::lookup_route_response>,
@@ -90,7 +94,8 @@ using index_actor = caf::typed_actor<
     caf::replies_to<snap_atom>::with<index::snapshot_view>,
     caf::replies_to<policy_atom>::with<std::string>,
     caf::replies_to<entries_atom>::with<entries_list>,
-    caf::reacts_to<sub_atom, subscriber_ptr>>;
+    caf::reacts_to<sub_atom, subscriber_ptr>,
+    caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;
 
 /// The journal actor: the single writer.
 ///   append(msg)  queues an input; a self-sent flush writes everything queued as one group
@@ -183,6 +188,9 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
       [=](policy_atom) { return self->state.st->policies().to_json(); },
       [=](entries_atom) { return self->state.st->index().entries_by_model(); },
       [=](sub_atom, subscriber_ptr& sub) { self->state.subscribers.push_back(std::move(sub)); },
+      [=](probe_atom, const probe_request& req) {
+        return run_probe(self->state.st->mutable_index(), req, now_micros());
+      },
   };
 }
 
@@ -277,6 +285,7 @@ class promise_sink final : public append_sink {
 };
 
 caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t workers) {
+  if (workers == 0) workers = std::max<std::size_t>(2, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", workers);
   cfg.set("logger.verbosity", caf::atom("quiet"));
   return cfg;
@@ -441,6 +450,12 @@ std::optional<std::string> runtime::policy_json_blocking(std::chrono::millisecon
 std::optional<std::vector<std::pair<std::string, std::int64_t>>>
 runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
   return ask_blocking<entries_list>(impl_->system, impl_->index, timeout, entries_atom::value);
+}
+
+std::optional<probe_outcome> runtime::probe_blocking(const probe_request& request,
+                                                     std::chrono::milliseconds timeout) {
+  return ask_blocking<probe_outcome>(impl_->system, impl_->index, timeout, probe_atom::value,
+                                     request);
 }
 
 std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,

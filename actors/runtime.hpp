@@ -21,6 +21,7 @@
 #include <string>
 
 #include "actors/messages.hpp"
+#include "actors/probe.hpp"
 #include "actors/record_codec.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
@@ -41,8 +42,8 @@ struct runtime_options {
   std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
   /// `--engine-block-size`. Default 16.
   int block_size = 16;
-  /// CAF worker threads. Default 2 (one per core on the reference machine).
-  std::size_t workers = 2;
+  /// CAF worker threads; 0 = one per core (at least 2). Default 0.
+  std::size_t workers = 0;
 };
 
 /// What recovery found, for the startup log.
@@ -95,6 +96,10 @@ class runtime {
   std::optional<std::string> policy_json_blocking(std::chrono::milliseconds timeout);
   std::optional<std::vector<std::pair<std::string, std::int64_t>>> entries_by_model_blocking(
       std::chrono::milliseconds timeout);
+  /// Runs the /probe self-test inside the index actor (one message, not journaled) and
+  /// waits for its outcome; nullopt on timeout.
+  std::optional<probe_outcome> probe_blocking(const probe_request& request,
+                                              std::chrono::milliseconds timeout);
   /// Appends and waits for the result (e.g. a /policy push); nullopt on timeout.
   std::optional<append_result> append_blocking(record_kind kind, std::string payload,
                                                std::chrono::milliseconds timeout);

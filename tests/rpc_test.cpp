@@ -1,5 +1,6 @@
 // The eight RPCs, /policy and /snapshot against the real binary over real gRPC and HTTP.
 #include <csignal>
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -388,6 +389,61 @@ TEST_F(Rpc, OversizedAndGarbageRequestsGetAStatusAndTheServerStaysUp) {
   }
   report({update("r1", {"a"})});
   EXPECT_EQ(lookup({"a"}).reason_code(), "PREFIX_MATCH");
+}
+
+TEST_F(Rpc, ConcurrentReadersAndWritersAllSucceed) {
+  start();
+  constexpr int kWriters = 4, kReaders = 4, kRounds = 50;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      auto stub = v1::InferenceCache::NewStub(channel_);
+      for (int i = 0; i < kRounds; ++i) {
+        grpc::ClientContext ctx;
+        deadline(ctx);
+        v1::Ack ack;
+        auto writer = stub->ReportCacheState(&ctx, &ack);
+        writer->Write(update("w" + std::to_string(w), {"shared", "w" + std::to_string(w) + "-" + std::to_string(i)}));
+        writer->WritesDone();
+        if (!writer->Finish().ok() || !ack.accepted()) ++failures;
+      }
+    });
+  }
+  for (int r = 0; r < kReaders; ++r) {
+    threads.emplace_back([&] {
+      auto stub = v1::InferenceCache::NewStub(channel_);
+      for (int i = 0; i < kRounds * 2; ++i) {
+        v1::LookupRouteRequest req;
+        req.set_tenant_id("team-a");
+        req.set_model_id("llama");
+        req.set_hash_scheme("vllm");
+        req.add_block_hashes("shared");
+        req.add_block_token_counts(64);
+        grpc::ClientContext ctx;
+        deadline(ctx);
+        v1::LookupRouteResponse resp;
+        if (!stub->LookupRoute(&ctx, req, &resp).ok() || resp.reason_code().empty()) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Every writer's last block is held by that writer alone.
+  for (int w = 0; w < kWriters; ++w) {
+    auto resp = lookup({"w" + std::to_string(w) + "-" + std::to_string(kRounds - 1)});
+    EXPECT_EQ(resp.reason_code(), "PREFIX_MATCH");
+    ASSERT_EQ(resp.replica_scores_size(), 1);
+    EXPECT_EQ(resp.replica_scores(0).replica_id(), "w" + std::to_string(w));
+  }
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::GetCacheStateRequest sreq;
+  sreq.set_tenant_id("team-a");
+  sreq.set_model_id("llama");
+  v1::GetCacheStateResponse sresp;
+  ASSERT_TRUE(stub_->GetCacheState(&ctx, sreq, &sresp).ok());
+  EXPECT_EQ(sresp.summary().total_prefixes(), 1 + kWriters * kRounds);
 }
 
 TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
