@@ -319,6 +319,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   const auto t0 = steady::now();
   journal::options jopts;
   jopts.fsync = options.fsync;
+  jopts.env = options.journal_env;
   auto opened = journal::log::open(options.journal_dir, jopts);
   if (!opened.ok()) return fail(opened.status().to_string());
   std::unique_ptr<journal::log> log = std::move(opened).value();

@@ -26,6 +26,10 @@
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace ic::actors {
 
 /// Runtime configuration (from the server's flags).
@@ -44,6 +48,8 @@ struct runtime_options {
   int block_size = 16;
   /// CAF worker threads; 0 = one per core (at least 2). Default 0.
   std::size_t workers = 0;
+  /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
+  rocksdb::Env* journal_env = nullptr;
 };
 
 /// What recovery found, for the startup log.

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "journal/fault_env.hpp"
 #include "tests/support/server_process.hpp"
 
 namespace ic::actors {
@@ -165,6 +166,49 @@ TEST_F(RuntimeTest, PolicyPushChangesTheLookupBudget) {
   auto json = rt->policy_json_blocking(5s);
   ASSERT_TRUE(json.has_value());
   EXPECT_NE(json->find("\"lookupTimeoutMs\":40"), std::string::npos) << *json;
+}
+
+TEST_F(RuntimeTest, DiskFullRefusesWritesKeepsServingAndResumes) {
+  journal::fault_env faults;
+  opts_.journal_env = faults.env();
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s)->accepted);
+
+  faults.set(journal::fault::no_space);
+  auto refused = rt->append_blocking(record_kind::update, update_bytes("r2", {"b"}), 5s);
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_FALSE(refused->accepted);
+  EXPECT_EQ(refused->reason_code, "JOURNAL_UNAVAILABLE");
+  // Lookups are still served from memory, and the refused update was not applied.
+  auto during = lookup_blocking(*rt, chain_lookup({"a"}));
+  ASSERT_TRUE(during.has_value());
+  EXPECT_EQ(during->reason_code, "PREFIX_MATCH");
+  auto not_applied = lookup_blocking(*rt, chain_lookup({"b"}));
+  ASSERT_TRUE(not_applied.has_value());
+  EXPECT_NE(not_applied->reason_code, "PREFIX_MATCH");
+
+  faults.set(journal::fault::none);
+  auto resumed = rt->append_blocking(record_kind::update, update_bytes("r2", {"b"}), 10s);
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_TRUE(resumed->accepted) << resumed->reason_code;
+  auto after = lookup_blocking(*rt, chain_lookup({"b"}));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->reason_code, "PREFIX_MATCH");
+  rt->stop();
+
+  // After a restart both acknowledged updates are back.
+  opts_.journal_env = nullptr;
+  auto again = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(again, nullptr) << err;
+  for (const char* block : {"a", "b"}) {
+    auto recovered = lookup_blocking(*again, chain_lookup({block}));
+    ASSERT_TRUE(recovered.has_value());
+    EXPECT_EQ(recovered->reason_code, "PREFIX_MATCH") << block;
+    ASSERT_EQ(recovered->replica_scores.size(), 1u);
+    EXPECT_EQ(recovered->replica_scores[0].replica_id, block == std::string("a") ? "r1" : "r2");
+  }
 }
 
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {
