@@ -87,6 +87,23 @@ class stream_registry {
 
 namespace {
 
+const grpc::Status kShuttingDown(grpc::StatusCode::UNAVAILABLE, "server shutting down");
+
+/// Creates a server stream's channel and reactor. During shutdown the stream is ended at once
+/// and no channel is returned; otherwise it is registered so that `close_streams` ends it.
+template <class T>
+std::pair<std::shared_ptr<stream_channel<T>>, channel_reactor<T>*> open_stream(
+    stream_registry& registry, std::size_t buffer) {
+  auto channel = std::make_shared<stream_channel<T>>(buffer);
+  auto* reactor = new channel_reactor<T>(channel);
+  if (registry.closed()) {
+    channel->close(kShuttingDown);
+    return {nullptr, reactor};
+  }
+  registry.add(channel);
+  return {channel, reactor};
+}
+
 /// Sends every index change that passes the filter down one StreamCacheEvents stream.
 class events_subscriber final : public actors::event_subscriber {
  public:
@@ -299,7 +316,7 @@ void inference_cache_service::close_streams() {
   }
   ticker_cv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
-  streams_->close_all(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+  streams_->close_all(kShuttingDown);
 }
 
 void inference_cache_service::metrics_ticker() {
@@ -436,22 +453,17 @@ grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackSe
 
 grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEvents(
     grpc::CallbackServerContext*, const v1::StreamEventsRequest* req) {
-  auto channel = std::make_shared<stream_channel<v1::CacheEvent>>(options_.stream_buffer);
-  auto* reactor = new channel_reactor<v1::CacheEvent>(channel);
-  if (streams_->closed()) {
-    channel->close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
+  auto [channel, reactor] = open_stream<v1::CacheEvent>(*streams_, options_.stream_buffer);
+  if (!channel) return reactor;
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    channel->close(kRecovering);
     return reactor;
   }
   actors::event_filter filter;
   filter.tenant_id = req->tenant_id();
   filter.model_id = req->model_id();
   for (int t : req->types()) filter.types.push_back(t);
-  actors::runtime* rt = runtime_.load();
-  if (rt == nullptr) {
-    channel->close(kRecovering);
-    return reactor;
-  }
-  streams_->add(channel);
   rt->subscribe(std::make_shared<events_subscriber>(std::move(filter), channel));
   // Headers go out only once the subscription is queued at the index actor: a client that
   // waits for them knows every change it causes afterwards will be streamed.
@@ -461,14 +473,9 @@ grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEv
 
 grpc::ServerWriteReactor<v1::Metric>* inference_cache_service::StreamMetrics(
     grpc::CallbackServerContext*, const v1::StreamMetricsRequest* req) {
-  auto channel = std::make_shared<stream_channel<v1::Metric>>(options_.stream_buffer);
-  auto* reactor = new channel_reactor<v1::Metric>(channel);
-  if (streams_->closed()) {
-    channel->close(grpc::Status(grpc::StatusCode::UNAVAILABLE, "server shutting down"));
-    return reactor;
-  }
+  auto [channel, reactor] = open_stream<v1::Metric>(*streams_, options_.stream_buffer);
+  if (!channel) return reactor;
   std::vector<std::string> names(req->names().begin(), req->names().end());
-  streams_->add(channel);
   streams_->add_metrics({channel, names});
   if (metrics_source_) push_metrics(*channel, metrics_source_(), names, unix_micros());
   return reactor;
