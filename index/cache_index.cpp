@@ -1,7 +1,6 @@
 #include "index/cache_index.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 #include <openssl/evp.h>
 
@@ -91,7 +90,8 @@ tenant_partition* cache_index::find_partition(std::string_view tenant) const {
 tenant_partition& cache_index::partition(std::string_view tenant) {
   if (auto* p = find_partition(tenant)) return *p;
   const auto slot = static_cast<std::uint32_t>(slots_.size());
-  slots_.push_back(std::make_unique<tenant_partition>(std::string(tenant), slot, &facts_, &options_));
+  slots_.push_back(
+      std::make_unique<tenant_partition>(std::string(tenant), slot, &facts_, &options_));
   tenant_partition* p = slots_.back().get();
   by_name_.emplace(std::string(tenant), p);
   auto pit = policies_.find(tenant);
@@ -125,8 +125,8 @@ void cache_index::set_tenant_quota(std::string_view tenant, policy::tenant_quota
   if (auto* part = find_partition(tenant)) part->set_quota(quota);
 }
 
-ingest_result cache_index::ingest(const cache_state_update& update, micros now,
-                                  change_log* changes, input_origin origin) {
+ingest_result cache_index::ingest(const cache_state_update& update, micros now, change_log* changes,
+                                  input_origin origin) {
   ingest_result result;
   if (update.tenant_id == reserved_tenant && origin == input_origin::producer) {
     result.dropped_reserved_tenant = 1;

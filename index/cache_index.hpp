@@ -3,7 +3,8 @@
 //
 // `cache_index` owns one `tenant_partition` per tenant plus a `global_facts` record (total
 // entries, reserved entries, total keys: the global cap and the cold-start carve-out read
-// these). It is plain single-threaded C++: the owner serialises every call (an actor), and
+// these). It is plain single-threaded C++: the owner serialises every call, const ones
+// included (lookups reuse per-partition scratch buffers), e.g. one actor, and
 // no method reads a clock — time is always an argument, so feeding the same timestamped
 // inputs to two indexes gives the same state (deterministic replay).
 //
@@ -128,7 +129,9 @@ struct memory_breakdown {
   std::size_t hash_slots = 0;
   std::size_t order_refs = 0;
   std::size_t other = 0;
-  std::size_t total() const { return key_records + replica_arrays + hash_slots + order_refs + other; }
+  std::size_t total() const {
+    return key_records + replica_arrays + hash_slots + order_refs + other;
+  }
 };
 
 /// The whole index: every tenant's partition plus `global_facts`.
@@ -149,8 +152,7 @@ class cache_index {
 
   /// Applies one CacheStateUpdate (§2.6) at `now`; records changes in `changes` when given.
   /// Producers' reserved-tenant messages are skipped (RESERVED_TENANT).
-  ingest_result ingest(const cache_state_update& update, micros now,
-                       change_log* changes = nullptr,
+  ingest_result ingest(const cache_state_update& update, micros now, change_log* changes = nullptr,
                        input_origin origin = input_origin::producer);
   /// Applies one CacheEvent (§2.7) at `now`.
   event_result apply_event(const cache_event& event, micros now, change_log* changes = nullptr,

@@ -145,8 +145,8 @@ void BM_ChainLookup64(benchmark::State& state) {
     auto r = f.idx->lookup(f.requests[i++ & mask], pol, base_ts + 1);
     benchmark::DoNotOptimize(r);
     if (ns.size() < ns.capacity()) {
-      ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t)
-                       .count());
+      ns.push_back(
+          std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t).count());
     }
     if (r.scores.size() != want) state.SkipWithError("unexpected number of scored replicas");
   }
@@ -167,8 +167,8 @@ void BM_IngestNewBlocks(benchmark::State& state) {
   auto idx = std::make_unique<cache_index>(o);
   std::uint64_t seed = 99;
   std::vector<cache_state_update> updates;
-  for (int i = 0; i < 4096; ++i) updates.push_back(chain_update("replica-" + std::to_string(i % 8),
-                                                                random_chain(seed)));
+  for (int i = 0; i < 4096; ++i)
+    updates.push_back(chain_update("replica-" + std::to_string(i % 8), random_chain(seed)));
   std::size_t i = 0;
   micros ts = base_ts;
   for (auto _ : state) {
@@ -191,8 +191,8 @@ void BM_IngestRefresh(benchmark::State& state) {
   auto idx = std::make_unique<cache_index>(o);
   std::uint64_t seed = 5;
   std::vector<cache_state_update> updates;
-  for (int i = 0; i < 4096; ++i) updates.push_back(chain_update("replica-" + std::to_string(i % 8),
-                                                                random_chain(seed)));
+  for (int i = 0; i < 4096; ++i)
+    updates.push_back(chain_update("replica-" + std::to_string(i % 8), random_chain(seed)));
   micros ts = base_ts;
   for (auto& u : updates) idx->ingest(u, ++ts);
   std::size_t i = 0;
@@ -219,8 +219,8 @@ void BM_IngestOverCap(benchmark::State& state) {
   std::uint64_t seed = 1234;
   micros ts = base_ts + cap;
   std::vector<cache_state_update> updates;
-  for (int i = 0; i < 1024; ++i) updates.push_back(chain_update("replica-" + std::to_string(i % 8),
-                                                                random_chain(seed)));
+  for (int i = 0; i < 1024; ++i)
+    updates.push_back(chain_update("replica-" + std::to_string(i % 8), random_chain(seed)));
   std::size_t i = 0;
   std::int64_t evicted = 0;
   for (auto _ : state) {
@@ -242,6 +242,7 @@ void BM_IngestOverCap(benchmark::State& state) {
 
 BENCHMARK(BM_BytesPerEntry)
     ->Args({1'000'000, 1, 1})
+    ->Args({1'000'000, 2, 1})
     ->Args({1'000'000, 64, 1})
     ->Args({1'000'000, 1, 0})
     ->Iterations(1)
@@ -253,7 +254,10 @@ BENCHMARK(BM_ChainLookup64)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IngestNewBlocks)->Arg(1)->Arg(0)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_IngestRefresh)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_IngestOverCap)->Args({1'000'000, 0})->Args({1'000'000, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IngestOverCap)
+    ->Args({1'000'000, 0})
+    ->Args({1'000'000, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 /// Registers the 10 M-entry cases when IC_INDEX_BENCH_LARGE=1.
 const bool large_registered = [] {
@@ -261,6 +265,7 @@ const bool large_registered = [] {
   if (v == nullptr || std::string(v) != "1") return false;
   benchmark::RegisterBenchmark("BM_Large_BytesPerEntry", BM_BytesPerEntry)
       ->Args({10'000'000, 1, 1})
+      ->Args({10'000'000, 2, 1})
       ->Args({10'000'000, 64, 1})
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);

@@ -137,7 +137,9 @@ TEST(CacheIndex, ChainPlusLegacyHashIndexesBoth) {  // S12
   idx.ingest(update("r", {p}), t0);
   EXPECT_EQ(idx.tenant_keys("t"), 4);
   EXPECT_EQ(idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0)
-                .scores.at(0).score.matched_tokens, 48);
+                .scores.at(0)
+                .score.matched_tokens,
+            48);
   EXPECT_EQ(idx.lookup(exact("legacy-full"), no_policy, t0).scores.at(0).score.matched_tokens, 128);
 }
 
@@ -200,11 +202,34 @@ TEST(CacheIndex, ChainWalkReturnsLongestCommonRunPerReplica) {  // S18
   EXPECT_EQ(r.scores[1].score.matched_tokens, 32);
 }
 
+TEST(CacheIndex, ChainWalkStopsAtFirstMissingBlock) {
+  cache_index idx;
+  idx.ingest(update("r", {legacy("b1", 16), legacy("b3", 48)}), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0);
+  ASSERT_EQ(r.scores.size(), 1u);
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 16);  // cannot re-enter at b3
+}
+
+TEST(CacheIndex, ChainWalkDropsReplicaWhoseBlockIsStale) {
+  cache_index idx;
+  auto pol = with_ttl(minutes(10));
+  idx.ingest(update("a", {chain({"b1", "b2", "b3"}, 16)}), t0);
+  idx.ingest(update("b", {chain({"b1", "b2", "b3"}, 16)}), t0);
+  idx.ingest(update("b", {legacy("b2", 32)}, "t", "m", "vllm", t0 - 20 * minute), t0);
+  auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), pol, t0);
+  ASSERT_EQ(r.scores.size(), 2u);
+  EXPECT_EQ(r.scores[0].score.replica_id, "a");
+  EXPECT_EQ(r.scores[0].score.matched_tokens, 48);
+  EXPECT_EQ(r.scores[1].score.matched_tokens, 16);
+}
+
 TEST(CacheIndex, FullChainMatchesAllBlocks) {  // S19
   cache_index idx;
   idx.ingest(update("r", {chain({"b1", "b2", "b3", "b4"}, 16)}), t0);
   EXPECT_EQ(idx.lookup(chain_query({"b1", "b2", "b3", "b4"}, 16), no_policy, t0)
-                .scores.at(0).score.matched_tokens, 64);
+                .scores.at(0)
+                .score.matched_tokens,
+            64);
 }
 
 TEST(CacheIndex, ChainRunReportsColdestTier) {  // S20
@@ -380,8 +405,8 @@ TEST(CacheIndex, ExactScoresApplyDistinguishingPower) {  // S39
   EXPECT_NEAR(r.scores[1].score.score, 40.0 / 3, 1e-3);
 }
 
-std::vector<std::string> pressure_case(float weight, const char* a, int ta, float pa,
-                                       const char* b, int tb, float pb) {
+std::vector<std::string> pressure_case(float weight, const char* a, int ta, float pa, const char* b,
+                                       int tb, float pb) {
   index_options o;
   o.pressure_weight = weight;
   cache_index idx(o);
@@ -758,7 +783,9 @@ TEST(CacheIndex, AffinityMatchesDerivedCheckValues) {  // §3.10 table
   EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "prompt-fingerprint"), "r-2");
   EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", chain_affinity_seed({"identical-prompt-block"})),
             "r-3");
-  EXPECT_EQ(chain_affinity_seed({"block"}), std::string("\x00\x00\x00\x05" "block", 9));
+  EXPECT_EQ(chain_affinity_seed({"block"}), std::string("\x00\x00\x00\x05"
+                                                        "block",
+                                                        9));
   EXPECT_EQ(affinity_index(chain_affinity_seed({"block"}), 2), 0u);
   EXPECT_EQ(affinity_index(chain_affinity_seed({"prompt-block-1", "prompt-block-2"}), 3), 0u);
 }
@@ -789,7 +816,8 @@ TEST(CacheIndex, DefaultAndLoraPartitionsDoNotMix) {  // S93
   cache_index idx;
   idx.ingest(update("r", {legacy("p", 64)}), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.size(), 1u);
-  EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0).scores.empty());
+  EXPECT_TRUE(
+      idx.lookup(exact("p", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0).scores.empty());
   cache_index rev;
   rev.ingest(update("r", {legacy("p", 64, 0, "sql-lora")}), t0);
   EXPECT_TRUE(rev.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.empty());
@@ -1127,8 +1155,8 @@ TEST(CacheIndex, QuotaTieBreaksOnSmallerKey) {  // S120
     idx.ingest(c.first, t0);
     idx.ingest(c.second, t0);
     EXPECT_EQ(idx.tenant_keys("t"), 1);
-    EXPECT_FALSE(idx.find_entry("t", c.victim_model, c.victim_scheme, c.victim_adapter,
-                                c.victim_hash, "r"))
+    EXPECT_FALSE(
+        idx.find_entry("t", c.victim_model, c.victim_scheme, c.victim_adapter, c.victim_hash, "r"))
         << c.victim_model << c.victim_scheme << c.victim_adapter << c.victim_hash;
   }
 }
@@ -1176,8 +1204,8 @@ TEST(CacheIndex, CapStaysExactAcrossManyOverCapIngests) {
   }
   EXPECT_EQ(idx.facts().total_entries, 100);
   for (int i = 900; i < 1000; ++i) {
-    EXPECT_TRUE(idx.find_entry("t", "m", "vllm", "", "k" + std::to_string(i),
-                               "r" + std::to_string(i % 3)));
+    EXPECT_TRUE(
+        idx.find_entry("t", "m", "vllm", "", "k" + std::to_string(i), "r" + std::to_string(i % 3)));
   }
 }
 

@@ -4,6 +4,7 @@
 // lookup the same (what journal replay relies on). A second test checks the incremental
 // cap/quota orders against a brute-force sort of the whole index after every ingest.
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <random>
 #include <sstream>
@@ -47,8 +48,7 @@ struct generator {
     const int n = 1 + pick(4);
     for (int i = 0; i < n; ++i) {
       if (pick(2) == 0) {
-        u.prefixes.push_back(legacy(hash(), pick(200), pick(6) - 1,
-                                    single_scope ? "" : adapter()));
+        u.prefixes.push_back(legacy(hash(), pick(200), pick(6) - 1, single_scope ? "" : adapter()));
       } else {
         std::vector<std::string> hs;
         for (int j = 0, m = 1 + pick(5); j < m; ++j) hs.push_back(hash());
@@ -148,7 +148,8 @@ TEST(Replay, SameInputsGiveSameStateAndAnswers) {
         auto r = g.make_request();
         auto it = policies.find(r.tenant_id);
         const auto pol = it == policies.end() ? policy::resolved_policy{} : it->second;
-        ASSERT_EQ(describe(route_lookup(a, r, pol, g.now)), describe(route_lookup(b, r, pol, g.now)))
+        ASSERT_EQ(describe(route_lookup(a, r, pol, g.now)),
+                  describe(route_lookup(b, r, pol, g.now)))
             << "seed " << seed << " step " << step;
       }
       if (step % 100 == 0) {
@@ -212,6 +213,54 @@ void evict_from_oracle(cache_index& oracle, const dumped_entry& e, micros now) {
   oracle.apply_event(ev, now);
 }
 
+/// Checks a random chain lookup against a naive per-replica walk over `find_entry`.
+void check_chain_walk(const cache_index& idx, generator& g,
+                      std::map<std::string, bool>& lfu_tenant) {
+  index_lookup_request q;
+  const std::string tenant = g.tenant();
+  const std::string model = g.model();
+  q.tenant = tenant;
+  q.model = model;
+  q.hash_scheme = "vllm";
+  for (int j = 0, n = 1 + g.pick(6); j < n; ++j) {
+    q.chain_hashes.push_back(g.hash());
+    q.chain_counts.push_back(8 * (1 + g.pick(3)));
+  }
+  policy::resolved_policy pol;
+  pol.eviction_ttl = std::chrono::minutes(1 + g.pick(3));
+  pol.eviction = lfu_tenant[tenant] ? policy::eviction_mode::lfu : policy::eviction_mode::lru;
+  const auto got = idx.lookup(q, pol, g.now);
+  std::map<std::string, replica_score> want;
+  for (const auto& [replica, n] : idx.serving(tenant, model, "vllm")) {
+    std::int64_t matched = 0;
+    micros oldest = std::numeric_limits<micros>::max();
+    std::int32_t tier = 1;
+    for (std::size_t j = 0; j < q.chain_hashes.size(); ++j) {
+      auto e = idx.find_entry(tenant, model, "vllm", "", q.chain_hashes[j], replica);
+      if (!e || freshness(g.now, e->last_seen, pol.eviction_ttl) <= 0.0f) break;
+      matched += q.chain_counts[j];
+      oldest = std::min(oldest, e->last_seen);
+      tier = worst_tier(tier, e->tier);
+    }
+    if (matched <= 0 || freshness(g.now, oldest, pol.eviction_ttl) <= 0.0f) continue;
+    replica_score s;
+    s.replica_id = replica;
+    s.matched_tokens = static_cast<std::int32_t>(matched);
+    s.estimated_cache_hit_prob = freshness(g.now, oldest, pol.eviction_ttl);
+    s.tier = tier;
+    want[replica] = s;
+  }
+  ASSERT_EQ(got.scores.size(), want.size());
+  for (const auto& sr : got.scores) {
+    auto it = want.find(sr.score.replica_id);
+    ASSERT_NE(it, want.end()) << sr.score.replica_id;
+    EXPECT_EQ(sr.score.matched_tokens, it->second.matched_tokens);
+    EXPECT_EQ(sr.score.estimated_cache_hit_prob, it->second.estimated_cache_hit_prob);
+    EXPECT_EQ(sr.score.tier, it->second.tier);
+  }
+  EXPECT_EQ(got.strategy == lookup_strategy::prefix_match, !want.empty());
+}
+
 TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
   for (std::uint64_t seed : {11u, 12u}) {
     constexpr std::int64_t cap = 40;
@@ -240,8 +289,8 @@ TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
         r.hash_scheme = "vllm";
         r.adapter_id = "";
         policy::resolved_policy p;
-        p.eviction = lfu_tenant[r.tenant_id] ? policy::eviction_mode::lfu
-                                             : policy::eviction_mode::lru;
+        p.eviction =
+            lfu_tenant[r.tenant_id] ? policy::eviction_mode::lfu : policy::eviction_mode::lru;
         p.minimum_matched_tokens = 0;
         p.routing_floor_score = 0;
         ASSERT_EQ(describe(route_lookup(idx, r, p, g.now)),
@@ -259,6 +308,7 @@ TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
         }
         continue;
       }
+      if (step % 10 == 0) check_chain_walk(idx, g, lfu_tenant);
       auto u = g.make_update(true);
       const micros ts = u.timestamp_us == 0 ? g.now : u.timestamp_us;
       idx.ingest(u, g.now);
@@ -293,13 +343,14 @@ TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
         const std::int64_t cx = lfu_tenant[x.tenant] ? x.access : 0;
         const std::int64_t cy = lfu_tenant[y.tenant] ? y.access : 0;
         return std::tie(cx, x.last_seen, x.tenant, x.model, x.scheme, x.adapter, x.hash,
-                        x.replica) < std::tie(cy, y.last_seen, y.tenant, y.model, y.scheme,
-                                              y.adapter, y.hash, y.replica);
+                        x.replica) <
+               std::tie(cy, y.last_seen, y.tenant, y.model, y.scheme, y.adapter, y.hash, y.replica);
       });
       for (std::size_t i = 0; static_cast<std::int64_t>(all.size() - i) > cap; ++i) {
         evict_from_oracle(oracle, all[i], ts);
       }
-      ASSERT_EQ(idx.canonical_dump(), oracle.canonical_dump()) << "seed " << seed << " step " << step;
+      ASSERT_EQ(idx.canonical_dump(), oracle.canonical_dump())
+          << "seed " << seed << " step " << step;
     }
     EXPECT_EQ(idx.facts().total_entries, cap);
   }

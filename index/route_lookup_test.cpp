@@ -53,8 +53,8 @@ void subscriber_ingest(cache_index& idx, const std::string& replica,
   auto chain = fingerprint_chain(toks.data(), toks.size(), block_size);
   std::vector<prefix_entry> ps;
   for (std::size_t i = 0; i < chain.size(); ++i) {
-    ps.push_back(legacy(to_wire(chain[i]), static_cast<std::int32_t>((i + 1) * block_size), tier,
-                        adapter));
+    ps.push_back(
+        legacy(to_wire(chain[i]), static_cast<std::int32_t>((i + 1) * block_size), tier, adapter));
   }
   idx.ingest(update(replica, std::move(ps)), t0);
 }
@@ -131,8 +131,7 @@ TEST(RouteLookup, MinPrefixWithAffinityStillHints) {  // S84, S85
   cache_index idx;
   for (auto r : {"r-1", "r-2", "r-3"}) idx.ingest(update(r, {legacy("x", 32)}), t0);
   auto pol = policy_with([](auto& p) { p.minimum_prefix_tokens = 1024; });
-  EXPECT_EQ(route_lookup(idx, chain_req({"tiny-prompt"}, 8), pol, t0).reason_code,
-            "AFFINITY_HINT");
+  EXPECT_EQ(route_lookup(idx, chain_req({"tiny-prompt"}, 8), pol, t0).reason_code, "AFFINITY_HINT");
   pol.affinity_routing = false;
   EXPECT_EQ(route_lookup(idx, chain_req({"tiny-prompt"}, 8), pol, t0).reason_code, "NO_HINT");
 }
@@ -578,7 +577,8 @@ TEST(RouteLookup, DeliveredMatchesProtectFromCapButTimeoutsDoNot) {  // H36, H37
 
 TEST(RouteLookup, RoutingFloorOnTopScore) {  // H38, H39, H40, H41, H42
   cache_index shared;
-  for (auto r : {"r0", "r1", "r2"}) shared.ingest(update(r, {legacy("rag-corpus-header", 1500)}), t0);
+  for (auto r : {"r0", "r1", "r2"})
+    shared.ingest(update(r, {legacy("rag-corpus-header", 1500)}), t0);
   auto off = policy_with([](auto& p) { p.affinity_routing = false; });
   EXPECT_EQ(route_lookup(shared, exact_req("rag-corpus-header", 1500), off, t0).reason_code,
             "NO_HINT");
@@ -708,13 +708,13 @@ TEST(RouteLookup, SubscriberBlocksMatchWithoutFalsePositives) {  // H60
   }
   int matches = 0;
   int false_matches = 0;
-  for (const auto& k : keys) matches += route_lookup(idx, chain_req({k}, 128), no_policy, t0)
-                                            .reason_code == "PREFIX_MATCH";
+  for (const auto& k : keys)
+    matches += route_lookup(idx, chain_req({k}, 128), no_policy, t0).reason_code == "PREFIX_MATCH";
   for (std::uint32_t i = 0; i < 8; ++i) {
     auto toks = tokens(900000 + 1000 * i, 128);
     auto k = to_wire(fingerprint_chain(toks.data(), 128, 128)[0]);
-    false_matches += route_lookup(idx, chain_req({k}, 128), no_policy, t0).reason_code ==
-                     "PREFIX_MATCH";
+    false_matches +=
+        route_lookup(idx, chain_req({k}, 128), no_policy, t0).reason_code == "PREFIX_MATCH";
   }
   EXPECT_EQ(matches, 8);
   EXPECT_EQ(false_matches, 0);

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <set>
 #include <sstream>
 
 #include <xxhash.h>
@@ -32,8 +31,8 @@ std::uint32_t slot_tag_of(std::uint64_t h) { return static_cast<std::uint32_t>(h
 
 std::uint64_t load_be64(std::string_view b) {
   std::uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = (v << 8) | static_cast<unsigned char>(b[i]);
-  return v;
+  std::memcpy(&v, b.data(), 8);
+  return __builtin_bswap64(v);  // x86-64 is little-endian
 }
 
 std::string store_be64(std::uint64_t v) {
@@ -69,7 +68,6 @@ float pressure_factor(float p, float w) {
   if (v > 1.0f) return 1.0f;
   return v;
 }
-
 
 /// Adds `key` to a run-length ref list; returns false when it repeats the last key.
 bool add_run(std::vector<std::pair<std::uint32_t, std::uint32_t>>& runs, std::uint32_t key) {
@@ -129,7 +127,8 @@ std::uint32_t name_pool::intern(std::string_view s) {
   if (it != ids_.end()) return it->second;
   auto id = static_cast<std::uint32_t>(names_.size());
   names_.emplace_back(s);
-  ids_.emplace(std::string_view(names_.back()), id);
+  views_.emplace_back(names_.back());
+  ids_.emplace(views_.back(), id);
   return id;
 }
 
@@ -168,7 +167,7 @@ tenant_partition::tenant_partition(std::string name, std::uint32_t slot, global_
 tenant_partition::~tenant_partition() {
   for (std::size_t i = 0; i < records_.size(); ++i) {
     key_record& k = records_[i];
-    if (!is_free(k) && on_heap(k)) std::free(k.u.many.data);
+    if (!is_free(k) && on_heap(k)) std::free(k.u.block);
   }
 }
 
@@ -369,49 +368,75 @@ void tenant_partition::erase_slot(std::uint32_t key) {
 
 // ------------------------------------------------------------------------------- entries
 
-replica_entry* tenant_partition::find_replica(key_record& k, std::uint32_t replica) {
-  replica_entry* e = entries_of(k);
-  const std::uint32_t n = size_of(k);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    if (e[i].replica() == replica) return &e[i];
+std::uint32_t tenant_partition::find_replica(const key_record& k, std::uint32_t replica) {
+  const entry_span e = entries_of(k);
+  for (std::uint32_t i = 0; i < e.n; ++i) {
+    if ((e.rt[i] & 0xFFFFFFu) == replica) return i;
   }
-  return nullptr;
+  return npos;
 }
 
-replica_entry* tenant_partition::add_replica(key_record& k, std::uint32_t replica) {
+namespace {
+
+/// Allocates an entry block of `cap` entries and copies `n` entries of `from` into it.
+char* make_block(std::uint32_t cap, const entry_span& from, std::uint32_t n) {
+  char* b = static_cast<char*>(std::malloc(static_cast<std::size_t>(cap) * 20));
+  auto* ls = reinterpret_cast<micros*>(b);
+  auto* rt = reinterpret_cast<std::uint32_t*>(b + 8 * static_cast<std::size_t>(cap));
+  auto* tc = reinterpret_cast<std::int32_t*>(b + 12 * static_cast<std::size_t>(cap));
+  auto* ac = reinterpret_cast<std::uint32_t*>(b + 16 * static_cast<std::size_t>(cap));
+  for (std::uint32_t i = 0; i < n; ++i) {
+    ls[i] = from.ls[i];
+    rt[i] = from.rt[i];
+    tc[i] = from.tc[i];
+    ac[i] = from.ac[i];
+  }
+  return b;
+}
+
+}  // namespace
+
+std::uint32_t tenant_partition::add_replica(key_record& k, std::uint32_t replica) {
   const std::uint32_t n = size_of(k);
-  replica_entry fresh{0, 0, replica, 0};
   if (n == 0) {
-    k.u.one = fresh;
+    k.u.ls = 0;
+    k.rt = replica;
+    k.tc = 0;
+    k.ac = 0;
     k.part &= ~key_empty;
-    return &k.u.one;
+    return 0;
   }
   if (!on_heap(k)) {
-    auto* data = static_cast<replica_entry*>(std::malloc(2 * sizeof(replica_entry)));
-    data[0] = k.u.one;
-    k.u.many.data = data;
-    k.u.many.capacity = 2;
-    k.u.many.size = 1;
+    char* b = make_block(2, entries_of(k), 1);
+    k.u.block = b;
+    k.rt = 1;  // size
+    k.tc = 2;  // capacity
+    k.ac = 0;
     k.part |= key_on_heap;
-  } else if (n == k.u.many.capacity) {
-    const std::uint32_t cap = k.u.many.capacity * 2;
-    k.u.many.data =
-        static_cast<replica_entry*>(std::realloc(k.u.many.data, cap * sizeof(replica_entry)));
-    k.u.many.capacity = cap;
+  } else if (n == static_cast<std::uint32_t>(k.tc)) {
+    const auto cap = static_cast<std::uint32_t>(k.tc) * 2;
+    char* b = make_block(cap, entries_of(k), n);
+    std::free(k.u.block);
+    k.u.block = b;
+    k.tc = static_cast<std::int32_t>(cap);
   }
-  k.u.many.data[n] = fresh;
-  k.u.many.size = n + 1;
-  return &k.u.many.data[n];
+  k.rt = n + 1;
+  const entry_span e = entries_of(k);
+  e.ls[n] = 0;
+  e.rt[n] = replica;
+  e.tc[n] = 0;
+  e.ac[n] = 0;
+  return n;
 }
 
 micros tenant_partition::key_age(const key_record& k) const {
-  const replica_entry* e = entries_of(k);
+  const entry_span e = entries_of(k);
   micros m = std::numeric_limits<micros>::min();
   for (std::uint32_t i = 0, n = size_of(k); i < n; ++i) m = std::max(m, e[i].last_seen);
   return m;
 }
 
-std::uint32_t tenant_partition::effective_count(const replica_entry& e) const {
+std::uint32_t tenant_partition::effective_count(const entry_proxy& e) const {
   return policy_.eviction == policy::eviction_mode::lfu ? e.access_count : 0;
 }
 
@@ -421,10 +446,10 @@ void tenant_partition::upsert(std::uint32_t part, std::string_view hash, std::in
   bool created_key = false;
   const std::uint32_t kidx = find_or_create_key(part, hash, created_key);
   key_record& k = records_[kidx];
-  replica_entry* e = created_key ? nullptr : find_replica(k, replica);
+  std::uint32_t pos = created_key ? npos : find_replica(k, replica);
   bool created = false;
-  if (e == nullptr) {
-    e = add_replica(k, replica);
+  if (pos == npos) {
+    pos = add_replica(k, replica);
     created = true;
     ++entries_;
     ++facts_->total_entries;
@@ -432,32 +457,42 @@ void tenant_partition::upsert(std::uint32_t part, std::string_view hash, std::in
     ++scopes_[parts_[part].scope].serving[replica];
     ++result.entries_added;
   }
-  const micros old_ts = e->last_seen;
-  e->token_count = token_count;
-  e->last_seen = ts;
-  e->replica_tier = replica | (static_cast<std::uint32_t>(tier) << 24);
+  entry_proxy e = entries_of(k)[pos];
+  const micros old_ts = e.last_seen;
+  e.token_count = token_count;
+  e.last_seen = ts;
+  e.replica_tier = replica | (static_cast<std::uint32_t>(tier) << 24);
   if (created) record(changes, event_type::prefix_added, change_cause::ingest, &k, replica, ts);
-  if (cap_tracked() && (created || old_ts != ts)) push_cap_ref(kidx, effective_count(*e), ts);
+  if (cap_tracked() && (created || old_ts != ts)) push_cap_ref(kidx, effective_count(e), ts);
   if (quota_ && (created || old_ts != ts)) push_quota_ref(kidx);
 }
 
 void tenant_partition::remove_entry(std::uint32_t kidx, std::uint32_t pos, change_cause cause,
                                     micros ts, change_log* changes) {
   key_record& k = records_[kidx];
-  replica_entry* e = entries_of(k);
+  const entry_span e = entries_of(k);
   const std::uint32_t replica = e[pos].replica();
   record(changes, event_type::prefix_evicted, cause, &k, replica, ts);
-  const std::uint32_t n = size_of(k);
-  e[pos] = e[n - 1];
+  const std::uint32_t n = e.n;
+  e.ls[pos] = e.ls[n - 1];
+  e.rt[pos] = e.rt[n - 1];
+  e.tc[pos] = e.tc[n - 1];
+  e.ac[pos] = e.ac[n - 1];
   const std::uint32_t part = part_id(k);
   if (on_heap(k)) {
     if (n - 1 == 1) {
-      replica_entry last = e[0];
-      std::free(k.u.many.data);
-      k.u.one = last;
+      const micros ls = e.ls[0];
+      const std::uint32_t rt = e.rt[0];
+      const std::int32_t tc = e.tc[0];
+      const std::uint32_t ac = e.ac[0];
+      std::free(k.u.block);
+      k.u.ls = ls;
+      k.rt = rt;
+      k.tc = tc;
+      k.ac = ac;
       k.part &= ~key_on_heap;
     } else {
-      k.u.many.size = n - 1;
+      k.rt = n - 1;
     }
   } else {
     k.part |= key_empty;
@@ -529,8 +564,8 @@ void tenant_partition::ingest(const cache_state_update& u, micros ts, change_log
     bool have_part = false;
     for (const prefix_entry& p : u.prefixes) {
       const std::uint8_t tier = normalize_tier(p.tier);
-      std::string_view adapter = !p.adapter_id.empty() ? std::string_view(p.adapter_id)
-                                                       : std::string_view(u.adapter_id);
+      std::string_view adapter =
+          !p.adapter_id.empty() ? std::string_view(p.adapter_id) : std::string_view(u.adapter_id);
       const bool chain = !p.block_hashes.empty() || !p.block_token_counts.empty();
       if (chain && p.block_hashes.size() != p.block_token_counts.size()) {
         ++result.dropped_malformed_chain;
@@ -572,7 +607,8 @@ void tenant_partition::ingest(const cache_state_update& u, micros ts, change_log
     record(changes, event_type::replica_updated, change_cause::ingest, nullptr, replica, ts, model);
   }
   // Stale-ref compaction keeps the order structures within 2x the live entries.
-  if (cap_tracked() && cap_refs_ > 2 * static_cast<std::size_t>(entries_) + 4096) rebuild_cap_order();
+  if (cap_tracked() && cap_refs_ > 2 * static_cast<std::size_t>(entries_) + 4096)
+    rebuild_cap_order();
   if (quota_ && quota_refs_ > 2 * static_cast<std::size_t>(keys_) + 4096) rebuild_quota_order();
 }
 
@@ -598,7 +634,7 @@ void tenant_partition::apply_event(const cache_event& ev, micros ts, change_log*
         auto key = find_key(part, ev.prefix_hash);
         if (!key) continue;
         key_record& k = records_[*key];
-        replica_entry* e = entries_of(k);
+        const entry_span e = entries_of(k);
         for (std::uint32_t i = 0; i < size_of(k); ++i) {
           if (e[i].replica() == *replica) {
             remove_entry(*key, i, change_cause::event, ts, changes);
@@ -632,7 +668,7 @@ void tenant_partition::apply_event(const cache_event& ev, micros ts, change_log*
       for (std::uint32_t kidx = 0; kidx < records_.size(); ++kidx) {
         key_record& k = records_[kidx];
         if (is_free(k) || parts_[part_id(k)].model != mid) continue;
-        replica_entry* e = entries_of(k);
+        const entry_span e = entries_of(k);
         for (std::uint32_t i = 0; i < size_of(k); ++i) {
           if (e[i].replica() == rid) {
             remove_entry(kidx, i, change_cause::event, ts, changes);
@@ -717,7 +753,7 @@ void tenant_partition::rebuild_cap_order() {
   for (std::uint32_t kidx = 0; kidx < records_.size(); ++kidx) {
     const key_record& k = records_[kidx];
     if (is_free(k)) continue;
-    const replica_entry* e = entries_of(k);
+    const entry_span e = entries_of(k);
     for (std::uint32_t i = 0; i < size_of(k); ++i) {
       push_cap_ref(kidx, effective_count(e[i]), e[i].last_seen);
     }
@@ -735,7 +771,7 @@ void tenant_partition::prepare_cap_bucket(
   for (std::uint32_t kidx : keys) {
     const key_record& k = records_[kidx];
     if (is_free(k)) continue;
-    const replica_entry* e = entries_of(k);
+    const entry_span e = entries_of(k);
     bool any = false;
     for (std::uint32_t i = 0; i < size_of(k); ++i) {
       if (e[i].last_seen == ts && effective_count(e[i]) == count) {
@@ -748,11 +784,10 @@ void tenant_partition::prepare_cap_bucket(
   cap_refs_ -= before - kept;
   keys.resize(kept);
   assign_runs(b.refs, keys);
-  std::sort(b.candidates.begin(), b.candidates.end(),
-            [this](const auto& x, const auto& y) {
-              if (x.first != y.first) return key_less(x.first, y.first);
-              return names_.name(x.second) < names_.name(y.second);
-            });
+  std::sort(b.candidates.begin(), b.candidates.end(), [this](const auto& x, const auto& y) {
+    if (x.first != y.first) return key_less(x.first, y.first);
+    return names_.name(x.second) < names_.name(y.second);
+  });
   b.cursor = 0;
   b.dirty = false;
 }
@@ -767,8 +802,9 @@ std::optional<cap_candidate> tenant_partition::peek_cap_victim() {
       const auto [kidx, replica] = b.candidates[b.cursor];
       key_record& k = records_[kidx];
       if (!is_free(k)) {
-        const replica_entry* e = find_replica(k, replica);
-        if (e != nullptr && e->last_seen == ts && effective_count(*e) == count) {
+        const std::uint32_t pos = find_replica(k, replica);
+        if (pos != npos && entries_of(k)[pos].last_seen == ts &&
+            effective_count(entries_of(k)[pos]) == count) {
           return cap_candidate{count, ts, kidx, replica};
         }
       }
@@ -783,7 +819,7 @@ std::optional<cap_candidate> tenant_partition::peek_cap_victim() {
 
 void tenant_partition::evict_cap_victim(const cap_candidate& v, micros ts, change_log* changes) {
   key_record& k = records_[v.key];
-  const replica_entry* e = entries_of(k);
+  const entry_span e = entries_of(k);
   for (std::uint32_t i = 0; i < size_of(k); ++i) {
     if (e[i].replica() == v.replica) {
       remove_entry(v.key, i, change_cause::cap, ts, changes);
@@ -856,8 +892,7 @@ void tenant_partition::enforce_quota(micros ts, change_log* changes, ingest_resu
 // ---------------------------------------------------------------------------------- lookup
 
 index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
-                                             const policy::resolved_policy& pol,
-                                             micros now) const {
+                                             const policy::resolved_policy& pol, micros now) const {
   index_lookup_result out;
   const std::int64_t ttl = pol.eviction_ttl.count();
   const std::chrono::nanoseconds ttl_d = pol.eviction_ttl;
@@ -869,8 +904,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
   }
   const auto model_id = names_.find(q.model);
   const auto scope = find_scope(q.model, q.hash_scheme);
-  const std::int64_t total =
-      scope ? static_cast<std::int64_t>(scopes_[*scope].serving.size()) : 0;
+  const std::int64_t total = scope ? static_cast<std::int64_t>(scopes_[*scope].serving.size()) : 0;
   const std::unordered_map<std::uint32_t, stats_row>* model_stats = nullptr;
   if (model_id) {
     auto it = stats_.find(*model_id);
@@ -914,7 +948,9 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     micros cutoff = std::numeric_limits<micros>::max();
     if (ttl > 0) {
       const std::int64_t ttl_us = ttl / 1000 + (ttl % 1000 != 0 ? 1 : 0);
-      if (__builtin_sub_overflow(now, ttl_us, &cutoff)) cutoff = std::numeric_limits<micros>::min();
+      if (__builtin_sub_overflow(now, ttl_us, &cutoff)) {
+        cutoff = std::numeric_limits<micros>::min();
+      }
     }
     if (stamp_.size() < names_.size()) {
       stamp_.resize(names_.size(), 0);
@@ -930,38 +966,83 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     if (resolved > 0) k0 = key_buf_[0];
     if (k0) {
       const key_record& k = records_[*k0];
-      const replica_entry* e = entries_of(k);
+      const entry_span e = entries_of(k);
       for (std::uint32_t i = 0, m = size_of(k); i < m; ++i) {
         if (e[i].last_seen <= cutoff) continue;
         const std::uint32_t r = e[i].replica();
         stamp_[r] = generation_;
         run_slot_[r] = static_cast<std::uint32_t>(runs_.size());
-        runs_.push_back(run_state{r, static_cast<std::uint32_t>(q.chain_counts[0]),
-                                  e[i].last_seen, e[i].tier(), 0});
+        run_state& rs = runs_.emplace_back();
+        rs.replica = r;
+        rs.matched = static_cast<std::uint32_t>(q.chain_counts[0]);
+        rs.oldest = e[i].last_seen;
+        rs.tier = e[i].tier();
+        rs.last_block = 0;
         if (lfu) run_hits_.emplace_back(run_slot_[r], *k0);
       }
     }
     std::size_t active = runs_.size();
     const std::size_t nruns = runs_.size();
-    for (std::size_t j = 1; j < resolved && active > 0; ++j) {
-      const std::optional<std::uint32_t> kj = key_buf_[j];
-      if (j + 4 < resolved) prefetch_entries(records_[key_buf_[j + 4]]);
-      const key_record& k = records_[*kj];
-      const std::uint32_t kidx = *kj;
-      active = lfu ? walk_block<true>(entries_of(k), size_of(k), kidx, j, cutoff,
-                                      static_cast<std::uint32_t>(q.chain_counts[j]))
-                   : walk_block<false>(entries_of(k), size_of(k), kidx, j, cutoff,
-                                       static_cast<std::uint32_t>(q.chain_counts[j]));
+    entry_span prev_e{nullptr, nullptr, nullptr, nullptr, 0};
+    std::uint32_t prev_m = 0;
+    if (k0) {
+      prev_e = entries_of(records_[*k0]);
+      prev_m = prev_e.n;
     }
+    // Blocks whose holder list equals the previous block's (replica, last_seen, tier) list
+    // -- the common case for the blocks of one reported chain -- only extend every run alive
+    // so far; they are applied lazily, in one pass, at the next differing block or the end.
+    std::size_t pending_from = 0;  // first block of the pending identical stretch (0 = none)
+    std::size_t pending_to = 0;
+    std::uint32_t pending_add = 0;
+    auto flush = [&]() {
+      if (pending_from == 0) return;
+      const auto alive = static_cast<std::uint32_t>(pending_from - 1);
+      for (std::size_t s = 0; s < nruns; ++s) {
+        run_state& rs = runs_[s];
+        if (rs.last_block != alive) continue;
+        rs.last_block = static_cast<std::uint32_t>(pending_to);
+        rs.matched += pending_add;
+        if (lfu) {
+          for (std::size_t b = pending_from; b <= pending_to; ++b) {
+            run_hits_.emplace_back(static_cast<std::uint32_t>(s), key_buf_[b]);
+          }
+        }
+      }
+      pending_from = 0;
+      pending_add = 0;
+    };
+    for (std::size_t j = 1; j < resolved && active > 0; ++j) {
+      const std::uint32_t kidx = key_buf_[j];
+      if (j + 4 < resolved) prefetch_entries(records_[key_buf_[j + 4]]);
+      const key_record& k = records_[kidx];
+      const entry_span e = entries_of(k);
+      const std::uint32_t m = size_of(k);
+      const auto add = static_cast<std::uint32_t>(q.chain_counts[j]);
+      if (m == prev_m && same_holders(e, prev_e)) {
+        if (pending_from == 0) pending_from = j;
+        pending_to = j;
+        pending_add += add;
+      } else {
+        flush();
+        active = lfu ? walk_block<true>(e, m, kidx, j, cutoff, add)
+                     : walk_block<false>(e, m, kidx, j, cutoff, add);
+      }
+      prev_e = e;
+      prev_m = m;
+    }
+    flush();
     // Score in a light array, sort it, then build the result in final order.
     struct scored {
       std::uint32_t run;
+      std::uint32_t rank;  // the replica name's rank: ties sort by name, byte-wise
       std::int32_t matched;
       float f;
       float score;
     };
     std::vector<scored> sc;
     sc.reserve(nruns);
+    const std::vector<std::uint32_t>& rank = name_ranks();
     for (std::size_t s = 0; s < nruns; ++s) {
       const run_state& rs = runs_[s];
       const auto matched = static_cast<std::int32_t>(rs.matched);
@@ -969,16 +1050,21 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       const float f = freshness(now, rs.oldest, ttl_d);
       if (f <= 0.0f) continue;
       const float pf = pressure_factor(pressure_of(rs.replica), options_->pressure_weight);
-      sc.push_back(scored{static_cast<std::uint32_t>(s), matched, f,
+      sc.push_back(scored{static_cast<std::uint32_t>(s), rank[rs.replica], matched, f,
                           static_cast<float>(matched) * f * pf * (1.0f + f * slo_coef)});
     }
-    const std::vector<std::uint32_t>& rank = name_ranks();
-    auto name_of = [&](const scored& x) { return rank[runs_[x.run].replica]; };
+    auto name_of = [](const scored& x) { return x.rank; };
+    const bool one_depth = std::all_of(sc.begin(), sc.end(), [&](const scored& x) {
+      return x.matched == sc.front().matched;
+    });
     if (total > 1 && !sc.empty()) {
-      std::sort(sc.begin(), sc.end(), [&](const scored& a, const scored& b) {
-        if (a.matched != b.matched) return a.matched > b.matched;
-        return name_of(a) < name_of(b);
-      });
+      // Group by depth (matched desc); with a single depth the order does not matter.
+      if (!one_depth) {
+        std::sort(sc.begin(), sc.end(), [&](const scored& a, const scored& b) {
+          if (a.matched != b.matched) return a.matched > b.matched;
+          return name_of(a) < name_of(b);
+        });
+      }
       std::size_t g = 0;
       while (g < sc.size()) {
         std::size_t end = g;
@@ -1005,7 +1091,8 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       r.estimated_cache_hit_prob = sc[i].f;
       r.tier = wire_tier(rs.tier);
       if (lfu) {
-        auto lo = std::lower_bound(run_hits_.begin(), run_hits_.end(), std::make_pair(sc[i].run, 0u));
+        auto lo =
+            std::lower_bound(run_hits_.begin(), run_hits_.end(), std::make_pair(sc[i].run, 0u));
         for (; lo != run_hits_.end() && lo->first == sc[i].run; ++lo) {
           out.scores[i].hits.push_back(entry_ref{slot_, lo->second, rs.replica});
         }
@@ -1020,7 +1107,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     auto key = find_key(*part, q.exact_key);
     if (key) {
       const key_record& k = records_[*key];
-      const replica_entry* e = entries_of(k);
+      const entry_span e = entries_of(k);
       for (std::uint32_t i = 0; i < size_of(k); ++i) {
         const float f = freshness(now, e[i].last_seen, ttl_d);
         if (f <= 0.0f) continue;
@@ -1035,8 +1122,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
         if (lfu && e[i].token_count > 0) sr.hits.push_back(entry_ref{slot_, *key, r});
         out.scores.push_back(std::move(sr));
       }
-      const double dp =
-          distinguishing_power(static_cast<std::int64_t>(out.scores.size()), total);
+      const double dp = distinguishing_power(static_cast<std::int64_t>(out.scores.size()), total);
       if (dp != 1.0) {
         for (auto& s : out.scores) s.score.score *= static_cast<float>(dp);
       }
@@ -1081,8 +1167,8 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
 }
 
 template <bool Lfu>
-std::size_t tenant_partition::walk_block(const replica_entry* e, std::uint32_t m,
-                                         std::uint32_t key, std::size_t block, micros cutoff,
+std::size_t tenant_partition::walk_block(const entry_span& e, std::uint32_t m, std::uint32_t key,
+                                         std::size_t block, micros cutoff,
                                          std::uint32_t add) const {
   run_state* __restrict runs = runs_.data();
   const std::uint32_t* __restrict stamp = stamp_.data();
@@ -1113,7 +1199,7 @@ std::size_t tenant_partition::walk_block(const replica_entry* e, std::uint32_t m
     return still;
   }
   for (std::uint32_t i = 0; i < m; ++i) {
-    const replica_entry& en = e[i];
+    const entry_proxy en = e[i];
     const std::uint32_t r = en.replica_tier & 0xFFFFFFu;
     std::uint32_t slot;
     if (i < nruns && runs[i].replica == r) {
@@ -1136,19 +1222,28 @@ std::size_t tenant_partition::walk_block(const replica_entry* e, std::uint32_t m
   return still;
 }
 
+bool tenant_partition::same_holders(const entry_span& a, const entry_span& b) {
+  return a.n == b.n &&
+         std::memcmp(a.rt, b.rt, static_cast<std::size_t>(a.n) * sizeof(std::uint32_t)) == 0 &&
+         std::memcmp(a.ls, b.ls, static_cast<std::size_t>(a.n) * sizeof(micros)) == 0;
+}
+
 void tenant_partition::prefetch_entries(const key_record& k) const {
-  const char* p = reinterpret_cast<const char*>(entries_of(k));
-  const std::size_t bytes = size_of(k) * sizeof(replica_entry);
-  for (std::size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off);
+  const entry_span e = entries_of(k);
+  const char* ls = reinterpret_cast<const char*>(e.ls);
+  for (std::size_t off = 0; off < e.n * sizeof(micros); off += 64) __builtin_prefetch(ls + off);
+  const char* rt = reinterpret_cast<const char*>(e.rt);
+  for (std::size_t off = 0; off < e.n * sizeof(std::uint32_t); off += 64) {
+    __builtin_prefetch(rt + off);
+  }
 }
 
 const std::vector<std::uint32_t>& tenant_partition::name_ranks() const {
   if (ranks_.size() != names_.size()) {
     std::vector<std::uint32_t> order(names_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [this](std::uint32_t a, std::uint32_t b) {
-      return names_.name(a) < names_.name(b);
-    });
+    std::sort(order.begin(), order.end(),
+              [this](std::uint32_t a, std::uint32_t b) { return names_.name(a) < names_.name(b); });
     ranks_.assign(names_.size(), 0);
     for (std::uint32_t r = 0; r < order.size(); ++r) ranks_[order[r]] = r;
   }
@@ -1159,11 +1254,12 @@ void tenant_partition::credit(const entry_ref& ref) {
   if (ref.key >= records_.size()) return;
   key_record& k = records_[ref.key];
   if (is_free(k)) return;
-  replica_entry* e = find_replica(k, ref.replica);
-  if (e == nullptr) return;
-  if (e->access_count != std::numeric_limits<std::uint32_t>::max()) ++e->access_count;
+  const std::uint32_t pos = find_replica(k, ref.replica);
+  if (pos == npos) return;
+  entry_proxy e = entries_of(k)[pos];
+  if (e.access_count != std::numeric_limits<std::uint32_t>::max()) ++e.access_count;
   if (cap_tracked() && policy_.eviction == policy::eviction_mode::lfu) {
-    push_cap_ref(ref.key, e->access_count, e->last_seen);
+    push_cap_ref(ref.key, e.access_count, e.last_seen);
   }
 }
 
@@ -1215,8 +1311,9 @@ cache_state_view tenant_partition::get_cache_state(std::string_view model) const
     s.t2_query_tokens = row.t2_query_tokens;
     v.replicas.push_back(std::move(s));
   }
-  std::sort(v.replicas.begin(), v.replicas.end(),
-            [](const replica_stats& a, const replica_stats& b) { return a.replica_id < b.replica_id; });
+  std::sort(
+      v.replicas.begin(), v.replicas.end(),
+      [](const replica_stats& a, const replica_stats& b) { return a.replica_id < b.replica_id; });
   return v;
 }
 
@@ -1230,7 +1327,7 @@ void tenant_partition::snapshot_rows(snapshot_view& out) const {
   for (std::size_t ki = 0; ki < records_.size(); ++ki) {
     const key_record& k = records_[ki];
     if (is_free(k)) continue;
-    const replica_entry* e = entries_of(k);
+    const entry_span e = entries_of(k);
     for (std::uint32_t i = 0; i < size_of(k); ++i) {
       row& r = rows[names_.name(e[i].replica())];
       ++r.prefix_count;
@@ -1293,7 +1390,7 @@ std::optional<entry_view> tenant_partition::find_entry(std::string_view model,
   auto key = find_key(*part, hash);
   if (!key) return std::nullopt;
   const key_record& k = records_[*key];
-  const replica_entry* e = entries_of(k);
+  const entry_span e = entries_of(k);
   for (std::uint32_t i = 0; i < size_of(k); ++i) {
     if (e[i].replica() == *rid) {
       return entry_view{e[i].token_count, e[i].last_seen, wire_tier(e[i].tier()),
@@ -1317,13 +1414,13 @@ void tenant_partition::dump(std::vector<std::string>& out) const {
     const key_record& k = records_[ki];
     if (is_free(k)) continue;
     const part_info& p = parts_[part_id(k)];
-    const replica_entry* e = entries_of(k);
+    const entry_span e = entries_of(k);
     for (std::uint32_t i = 0; i < size_of(k); ++i) {
       std::ostringstream os;
       os << "E|" << name_ << '|' << names_.name(p.model) << '|' << names_.name(p.scheme) << '|'
-         << names_.name(p.adapter) << '|' << hex(key_bytes(k)) << '|'
-         << names_.name(e[i].replica()) << '|' << e[i].token_count << '|' << e[i].last_seen << '|'
-         << int(e[i].tier()) << '|' << e[i].access_count;
+         << names_.name(p.adapter) << '|' << hex(key_bytes(k)) << '|' << names_.name(e[i].replica())
+         << '|' << e[i].token_count << '|' << e[i].last_seen << '|' << int(e[i].tier()) << '|'
+         << e[i].access_count;
       out.push_back(os.str());
     }
   }
@@ -1331,9 +1428,8 @@ void tenant_partition::dump(std::vector<std::string>& out) const {
     for (const auto& [r, s] : by_replica) {
       std::ostringstream os;
       os << "S|" << name_ << '|' << names_.name(m) << '|' << names_.name(r) << '|'
-         << s.cache_memory_bytes << '|' << s.hit_rate << '|' << s.pressure << '|'
-         << s.t2_hit_tokens << '|' << s.t2_query_tokens << '|' << s.last_seen << '|'
-         << s.stats_reported;
+         << s.cache_memory_bytes << '|' << s.hit_rate << '|' << s.pressure << '|' << s.t2_hit_tokens
+         << '|' << s.t2_query_tokens << '|' << s.last_seen << '|' << s.stats_reported;
       out.push_back(os.str());
     }
   }
@@ -1356,11 +1452,11 @@ void tenant_partition::dump(std::vector<std::string>& out) const {
 }
 
 void tenant_partition::memory(memory_breakdown& m) const {
-  m.key_records += records_.capacity() * sizeof(key_record) +
-                   free_records_.capacity() * sizeof(std::uint32_t);
+  m.key_records +=
+      records_.capacity() * sizeof(key_record) + free_records_.capacity() * sizeof(std::uint32_t);
   for (std::size_t ki = 0; ki < records_.size(); ++ki) {
     const key_record& k = records_[ki];
-    if (!is_free(k) && on_heap(k)) m.replica_arrays += k.u.many.capacity * sizeof(replica_entry) + 16;
+    if (!is_free(k) && on_heap(k)) m.replica_arrays += static_cast<std::size_t>(k.tc) * 20 + 16;
   }
   m.hash_slots += slots_.capacity() * sizeof(std::uint32_t);
   for (const auto& [bk, b] : cap_order_) {

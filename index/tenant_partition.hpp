@@ -6,11 +6,11 @@
 // which it updates in lockstep with its own counters. `cache_index` owns the partitions and
 // runs the cross-tenant parts (global cap victim merge, cold-start carve-out).
 //
-// Layout (see index/README.md): keys live in a slab of 36-byte `key_record`s addressed by a
-// linear-probing table of 4-byte slots; a key's replica entries (20 bytes each) sit inline
-// when there is one and in one heap array otherwise. Names are interned to dense ids per
-// partition. 8-byte prefix hashes are stored inline as big-endian integers; other lengths go
-// to a side table.
+// Layout (see index/README.md): keys live in a chunked slab of 32-byte `key_record`s
+// addressed by a linear-probing table of 4-byte tagged slots; a key's replica entries
+// (20 bytes each) sit inline when there is one and in one heap array otherwise. Names are interned
+// to dense ids per partition. 8-byte prefix hashes are stored inline as big-endian integers; other
+// lengths go to a side table.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +38,7 @@ class name_pool {
   /// Returns the id of `s` when known.
   std::optional<std::uint32_t> find(std::string_view s) const;
   /// Returns the name of `id`.
-  std::string_view name(std::uint32_t id) const { return names_[id]; }
+  std::string_view name(std::uint32_t id) const { return views_[id]; }
   /// Returns the number of interned names.
   std::size_t size() const { return names_.size(); }
   /// Returns approximate heap bytes.
@@ -46,6 +46,7 @@ class name_pool {
 
  private:
   std::deque<std::string> names_;
+  std::vector<std::string_view> views_;
   std::unordered_map<std::string_view, std::uint32_t> ids_;
 };
 
@@ -57,40 +58,55 @@ std::uint8_t normalize_tier(std::int32_t wire);
 /// Returns the wire tier of a code (unknown codes report UNSPECIFIED).
 inline std::int32_t wire_tier(std::uint8_t code) { return code >= 1 && code <= 3 ? code : 0; }
 
-#pragma pack(push, 4)
-/// One (key, replica) entry: 20 bytes.
-struct replica_entry {
-  micros last_seen;
-  std::int32_t token_count;
+/// One (key, replica) entry seen through a key's parallel arrays (references, no copy).
+struct entry_proxy {
+  micros& last_seen;
+  std::int32_t& token_count;
   /// Replica id (low 24 bits) and tier code (high 8 bits).
-  std::uint32_t replica_tier;
+  std::uint32_t& replica_tier;
   /// LFU counter (saturating).
-  std::uint32_t access_count;
+  std::uint32_t& access_count;
 
   std::uint32_t replica() const { return replica_tier & 0xFFFFFFu; }
   std::uint8_t tier() const { return static_cast<std::uint8_t>(replica_tier >> 24); }
 };
 
-/// A key's replica entries when there are two or more.
-struct heap_entries {
-  replica_entry* data;
-  std::uint32_t capacity;
-  std::uint32_t size;
+/// A key's replica entries as parallel arrays: 20 bytes per entry (8 + 4 + 4 + 4).
+///
+/// Multi-replica keys keep one heap block `[last_seen × cap][replica_tier × cap]
+/// [token_count × cap][access × cap]`, so a block's holder list can be compared with
+/// `memcmp`; a single replica lives inline in the `key_record` (n = 1).
+struct entry_span {
+  micros* ls;
+  std::uint32_t* rt;
+  std::int32_t* tc;
+  std::uint32_t* ac;
+  std::uint32_t n;
+
+  std::uint32_t size() const { return n; }
+  entry_proxy operator[](std::size_t i) const { return entry_proxy{ls[i], tc[i], rt[i], ac[i]}; }
 };
 
-/// One prefix key: 32 bytes, its only replica entry inline (or a heap array of several).
+/// One prefix key: 32 bytes, naturally aligned.
 struct key_record {
   /// Big-endian 8-byte hash, or the side-table index of a hash of another length.
   std::uint64_t hash;
   /// Partition (model, scheme, adapter) id in bits 0..23, plus the `key_*` flag bits;
   /// all ones marks a free record.
   std::uint32_t part;
+  /// Inline: the entry's replica id | tier code. Heap: the number of entries.
+  std::uint32_t rt;
   union {
-    replica_entry one;
-    heap_entries many;
+    /// Inline: the entry's last_seen.
+    micros ls;
+    /// Heap: the entry block (see `entry_span`).
+    char* block;
   } u;
+  /// Inline: the entry's token count. Heap: the block's capacity.
+  std::int32_t tc;
+  /// Inline: the entry's LFU counter.
+  std::uint32_t ac;
 };
-#pragma pack(pop)
 
 /// key_record::part flag bits.
 inline constexpr std::uint32_t key_long_hash = 0x80000000u;
@@ -99,7 +115,6 @@ inline constexpr std::uint32_t key_empty = 0x20000000u;
 inline constexpr std::uint32_t key_part_mask = 0x00FFFFFFu;
 inline constexpr std::uint32_t key_free = 0xFFFFFFFFu;
 
-static_assert(sizeof(replica_entry) == 20, "replica_entry must stay 20 bytes");
 static_assert(sizeof(key_record) == 32, "key_record must stay 32 bytes");
 
 /// A vector in fixed chunks: growth never copies and wastes at most one chunk.
@@ -158,8 +173,7 @@ class tenant_partition {
   /// Enforces the tenant quota (§4.5) at `ts`.
   void enforce_quota(micros ts, change_log* changes, ingest_result& result);
   /// Applies an event (§2.7) at `ts`.
-  void apply_event(const cache_event& event, micros ts, change_log* changes,
-                   event_result& result);
+  void apply_event(const cache_event& event, micros ts, change_log* changes, event_result& result);
   /// Removes stale entries and stats rows (§4.7).
   void sweep(micros now, change_log* changes, sweep_result& result);
 
@@ -234,11 +248,18 @@ class tenant_partition {
   // keys and entries
   static bool on_heap(const key_record& k) { return (k.part & key_on_heap) != 0; }
   static std::uint32_t size_of(const key_record& k) {
-    return on_heap(k) ? k.u.many.size : ((k.part & key_empty) != 0 ? 0 : 1);
+    return on_heap(k) ? k.rt : ((k.part & key_empty) != 0 ? 0 : 1);
   }
-  static replica_entry* entries_of(key_record& k) { return on_heap(k) ? k.u.many.data : &k.u.one; }
-  static const replica_entry* entries_of(const key_record& k) {
-    return on_heap(k) ? k.u.many.data : &k.u.one;
+  static entry_span entries_of(const key_record& k) {
+    if (on_heap(k)) {
+      const auto cap = static_cast<std::size_t>(k.tc);
+      char* b = k.u.block;
+      return entry_span{reinterpret_cast<micros*>(b), reinterpret_cast<std::uint32_t*>(b + 8 * cap),
+                        reinterpret_cast<std::int32_t*>(b + 12 * cap),
+                        reinterpret_cast<std::uint32_t*>(b + 16 * cap), k.rt};
+    }
+    auto& m = const_cast<key_record&>(k);
+    return entry_span{&m.u.ls, &m.rt, &m.tc, &m.ac, size_of(k)};
   }
   static bool is_free(const key_record& k) { return k.part == key_free; }
   static std::uint32_t part_id(const key_record& k) { return k.part & key_part_mask; }
@@ -250,18 +271,23 @@ class tenant_partition {
   std::optional<std::uint32_t> find_key_hashed(std::uint32_t part, std::string_view bytes,
                                                std::uint64_t h) const;
   void prefetch_entries(const key_record& k) const;
+  /// Returns true when two entry lists have the same replicas, last_seen and tiers in order.
+  static bool same_holders(const entry_span& a, const entry_span& b);
   /// Advances the running chain-walk replicas over one block's entries; returns how many
   /// are still running.
   template <bool Lfu>
-  std::size_t walk_block(const replica_entry* e, std::uint32_t m, std::uint32_t key,
-                         std::size_t block, micros cutoff, std::uint32_t add) const;
+  std::size_t walk_block(const entry_span& e, std::uint32_t m, std::uint32_t key, std::size_t block,
+                         micros cutoff, std::uint32_t add) const;
   /// Returns each name id's rank in byte-wise name order (cached until a name is added).
   const std::vector<std::uint32_t>& name_ranks() const;
   std::uint32_t find_or_create_key(std::uint32_t part, std::string_view bytes, bool& created);
   void grow_table();
   void erase_slot(std::uint32_t key);
-  replica_entry* find_replica(key_record& k, std::uint32_t replica);
-  replica_entry* add_replica(key_record& k, std::uint32_t replica);
+  /// Returns the position of `replica` in `k`, or `npos`.
+  static std::uint32_t find_replica(const key_record& k, std::uint32_t replica);
+  /// Appends a zeroed entry for `replica`; returns its position.
+  static std::uint32_t add_replica(key_record& k, std::uint32_t replica);
+  static constexpr std::uint32_t npos = 0xFFFFFFFFu;
   void upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
               std::uint8_t tier, micros ts, std::uint32_t replica, change_log* changes,
               ingest_result& result);
@@ -271,7 +297,7 @@ class tenant_partition {
 
   // eviction orders
   bool cap_tracked() const { return !reserved_ && options_->max_entries > 0; }
-  std::uint32_t effective_count(const replica_entry& e) const;
+  std::uint32_t effective_count(const entry_proxy& e) const;
   void push_cap_ref(std::uint32_t key, std::uint32_t count, micros ts);
   void rebuild_cap_order();
   void prepare_cap_bucket(std::map<std::pair<std::uint32_t, micros>, order_bucket>::iterator it);

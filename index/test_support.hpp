@@ -64,8 +64,8 @@ inline replica_stats stats(float hit_rate, float pressure = 0.0f, std::int64_t b
 /// Returns an update carrying stats only.
 inline cache_state_update stats_only(std::string replica, replica_stats s, std::string tenant = "t",
                                      std::string model = "m", std::string scheme = "vllm") {
-  cache_state_update u = update(std::move(replica), {}, std::move(tenant), std::move(model),
-                                std::move(scheme));
+  cache_state_update u =
+      update(std::move(replica), {}, std::move(tenant), std::move(model), std::move(scheme));
   u.stats = std::move(s);
   return u;
 }
@@ -73,8 +73,7 @@ inline cache_state_update stats_only(std::string replica, replica_stats s, std::
 /// Returns an exact index request.
 inline index_lookup_request exact(std::string_view key, std::int32_t count = 0,
                                   std::string_view tenant = "t", std::string_view model = "m",
-                                  std::string_view scheme = "vllm",
-                                  std::string_view adapter = "") {
+                                  std::string_view scheme = "vllm", std::string_view adapter = "") {
   index_lookup_request q;
   q.tenant = tenant;
   q.model = model;
@@ -87,8 +86,7 @@ inline index_lookup_request exact(std::string_view key, std::int32_t count = 0,
 
 /// Returns a chain index request with `count` tokens per block.
 inline index_lookup_request chain_query(std::vector<std::string> hashes, std::int32_t count,
-                                        std::string_view tenant = "t",
-                                        std::string_view model = "m",
+                                        std::string_view tenant = "t", std::string_view model = "m",
                                         std::string_view scheme = "vllm",
                                         std::string_view adapter = "") {
   index_lookup_request q;
