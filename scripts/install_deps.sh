@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config ccache git ca-certificates curl
+  build-essential cmake ninja-build pkg-config ccache git ca-certificates curl openssl
   libcaf-dev
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   librocksdb-dev libxxhash-dev prometheus-cpp-dev libcivetweb-dev

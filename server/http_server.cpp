@@ -5,6 +5,8 @@
 
 #include <civetweb.h>
 
+#include "server/logging.hpp"
+
 namespace ic::server {
 namespace {
 
@@ -80,6 +82,7 @@ int http_server::dispatch(mg_connection* conn, void* self_ptr) {
   try {
     resp = it->second.handler(req);
   } catch (const std::exception& e) {
+    log_event(spdlog::level::err, "http_handler_error", {{"path", req.path}, {"error", e.what()}});
     resp = http_response{500, std::string("internal error: ") + e.what() + "\n"};
   }
   send(conn, resp, req.method == "HEAD");

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <ctime>
 
+#include <grpc/support/log.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -11,6 +12,14 @@ namespace ic::server {
 namespace {
 
 log_format g_format = log_format::json;
+
+// The configured logger, kept alive for the whole process (never freed on purpose): gRPC's
+// threads may still log while static objects, spdlog's registry included, are destroyed.
+std::shared_ptr<spdlog::logger>* g_logger = nullptr;
+
+spdlog::logger* current_logger() {
+  return g_logger ? g_logger->get() : spdlog::default_logger_raw();
+}
 
 // Marks a payload that log_event already rendered, so the formatter only adds the envelope.
 constexpr char kPreRendered = '\x1e';
@@ -65,6 +74,19 @@ class line_formatter final : public spdlog::formatter {
   }
 };
 
+// Routes gRPC core's own messages (handshake failures, transport errors) through our
+// formatter, so stderr stays one JSON object per line. gRPC's ERROR is mostly per-connection
+// trouble caused by a peer (a plaintext or untrusting client), hence warn.
+void grpc_log_bridge(gpr_log_func_args* args) {
+  spdlog::level::level_enum level = spdlog::level::debug;
+  if (args->severity == GPR_LOG_SEVERITY_ERROR) level = spdlog::level::warn;
+  else if (args->severity == GPR_LOG_SEVERITY_INFO) level = spdlog::level::info;
+  log_event(level, "grpc_core",
+            {{"message", args->message ? args->message : ""},
+             {"source", std::string(args->file ? args->file : "?") + ":" +
+                            std::to_string(args->line)}});
+}
+
 }  // namespace
 
 void configure_logging(log_format format, const std::string& level) {
@@ -74,12 +96,16 @@ void configure_logging(log_format format, const std::string& level) {
   logger->set_formatter(std::make_unique<line_formatter>());
   logger->set_level(spdlog::level::from_str(level == "warn" ? "warning" : level));
   logger->flush_on(spdlog::level::trace);
+  if (!g_logger) g_logger = new std::shared_ptr<spdlog::logger>();
+  *g_logger = logger;
   spdlog::set_default_logger(std::move(logger));
+  gpr_set_log_function(&grpc_log_bridge);
 }
 
 void log_event(spdlog::level::level_enum level, const std::string& msg,
                std::initializer_list<std::pair<std::string, std::string>> fields) {
-  if (!spdlog::default_logger_raw()->should_log(level)) return;
+  spdlog::logger* logger = current_logger();
+  if (!logger->should_log(level)) return;
   std::string rendered(1, kPreRendered);
   if (g_format == log_format::json) {
     nlohmann::ordered_json obj;
@@ -90,7 +116,7 @@ void log_event(spdlog::level::level_enum level, const std::string& msg,
     rendered += msg;
     for (const auto& [k, v] : fields) rendered += " " + k + "=" + v;
   }
-  spdlog::default_logger_raw()->log(level, "{}", rendered);
+  logger->log(level, "{}", rendered);
 }
 
 }  // namespace ic::server

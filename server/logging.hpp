@@ -2,8 +2,8 @@
 //
 // `configure_logging` installs a formatter that writes every line to stderr either as one
 // JSON object ({"time","level","msg",...fields}) or as text ("time LEVEL msg k=v ...").
-// Plain `spdlog::info("...")` calls anywhere in the process get the same envelope;
-// `log_event` adds typed key/value fields:
+// Plain `spdlog::info("...")` calls anywhere in the process get the same envelope, and so do
+// gRPC core's own messages (event "grpc_core"); `log_event` adds typed key/value fields:
 //
 //   ic::server::log_event(spdlog::level::info, "startup", {{"version", "0.1.0"}});
 #pragma once

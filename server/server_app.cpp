@@ -19,7 +19,13 @@
 #include "server/http_server.hpp"
 #include "server/logging.hpp"
 #include "server/metrics.hpp"
+#include "server/probe_json.hpp"
 #include "server/snapshot_json.hpp"
+#include "server/tls_credentials.hpp"
+
+#ifndef IC_GIT_COMMIT
+#define IC_GIT_COMMIT "unknown"
+#endif
 
 namespace ic::server {
 namespace {
@@ -71,15 +77,27 @@ struct server_app::impl {
   server_metrics metrics;
   std::unique_ptr<actors::runtime> runtime;
   std::unique_ptr<grpc_gateway::inference_cache_service> service;
+  std::unique_ptr<reloading_tls> tls;  // outlives grpc_server (declared before it)
   std::unique_ptr<grpc::Server> grpc_server;
   int grpc_port = 0;
   http_server http;
   http_server admin;
 
+  // Returns the runtime for HTTP threads once recovery finished, else nullptr. `runtime` is
+  // assigned by the starting thread before `ready` is stored, so reading `ready` first
+  // makes the pointer safe to use (it lives until the app is destroyed).
+  actors::runtime* live_runtime() const { return ready.load() ? runtime.get() : nullptr; }
+
   // Refreshes the per-model entry gauge from the index (at scrape time, not per ingest).
   void refresh_index_gauge() {
-    if (!runtime) return;
-    if (auto by_model = runtime->entries_by_model_blocking(2s)) metrics.set_index_entries(*by_model);
+    auto* rt = live_runtime();
+    if (!rt) return;
+    if (auto by_model = rt->entries_by_model_blocking(2s)) {
+      metrics.set_index_entries(*by_model);
+    } else {
+      log_event(spdlog::level::warn, "index_gauge_stale",
+                {{"reason", "the index did not answer in time; index_entries not refreshed"}});
+    }
   }
 
   // Wraps an admin handler: auth first (before the method check, as the reference does).
@@ -87,20 +105,23 @@ struct server_app::impl {
     return [this, route, inner = std::move(inner)](const http_request& req) {
       auto result = auth.check(req.authorization);
       if (!auth.disabled()) metrics.on_auth(route, auth_label(result));
-      if (result != auth_result::ok) return http_response{401, "unauthorized\n"};
+      if (result != auth_result::ok) {
+        log_event(spdlog::level::debug, "admin_auth_rejected", {{"path", req.path}});
+        return http_response{401, "unauthorized\n"};
+      }
       return inner(req);
     };
   }
 
-  policy_outcome apply_policy_body(const std::string& body) {
+  policy_outcome apply_policy_body(const std::string& body, actors::runtime* rt) {
     auto parsed = policy::parse_policy_body(body);
     if (!parsed.has_value()) return {400, parsed.error()};
     std::string canonical = policy::encode_policy_set(parsed.value());
-    if (!runtime) return {503, "index is recovering"};
+    if (!rt) return {503, "index is recovering"};
     // The controller re-pushes the same set every 30 s: journal only real changes.
-    auto current = runtime->policy_json_blocking(5s);
+    auto current = rt->policy_json_blocking(5s);
     if (current && *current == canonical) return {204, ""};
-    auto ack = runtime->append_blocking(actors::record_kind::policy, canonical, 10s);
+    auto ack = rt->append_blocking(actors::record_kind::policy, canonical, 10s);
     if (!ack) return {503, "policy not applied: the index did not answer in time"};
     if (!ack->accepted) return {503, "policy not applied: " + ack->reason_code};
     return {204, ""};
@@ -109,8 +130,9 @@ struct server_app::impl {
   http_response handle_policy(const http_request& req) {
     if (req.method == "GET" || req.method == "HEAD") {
       // Extension: read back the current policy set (canonical JSON).
-      auto json = runtime ? runtime->policy_json_blocking(5s) : std::nullopt;
-      if (!json) return http_response{503, "index not ready\n"};
+      auto* rt = live_runtime();
+      auto json = rt ? rt->policy_json_blocking(5s) : std::nullopt;
+      if (!json) return unavailable("policy_unavailable", rt);
       http_response r{200, *json + "\n"};
       r.content_type = "application/json";
       return r;
@@ -118,7 +140,7 @@ struct server_app::impl {
     if (req.method != "POST" && req.method != "PUT") return method_not_allowed("POST, PUT");
     if (req.body_too_large)
       return http_response{400, "decode policy snapshot: http: request body too large\n"};
-    auto out = apply_policy_body(req.body);
+    auto out = apply_policy_body(req.body, live_runtime());
     if (out.status == 204) return http_response{204, ""};
     if (out.status == 400) log_event(spdlog::level::warn, "policy_rejected", {{"error", out.message}});
     else log_event(spdlog::level::err, "policy_unavailable", {{"error", out.message}});
@@ -127,9 +149,46 @@ struct server_app::impl {
 
   http_response handle_snapshot(const http_request& req) {
     if (req.method != "GET") return method_not_allowed("GET");
-    auto view = runtime ? runtime->snapshot_blocking(10s) : std::nullopt;
-    if (!view) return http_response{503, "index not ready\n"};
+    auto* rt = live_runtime();
+    auto view = rt ? rt->snapshot_blocking(10s) : std::nullopt;
+    if (!view) return unavailable("snapshot_unavailable", rt);
     http_response r{200, snapshot_json(*view) + "\n"};
+    r.content_type = "application/json";
+    return r;
+  }
+
+  // Answers 503 for an admin request the index could not serve; a timeout of a running
+  // index is logged (before recovery and during shutdown 503 is the expected answer).
+  http_response unavailable(const char* event, actors::runtime* rt) {
+    if (!rt) return http_response{503, "index not ready\n"};
+    log_event(spdlog::level::warn, event, {{"error", "the index did not answer in time"}});
+    return http_response{503, "the index did not answer in time\n"};
+  }
+
+  // /probe (spec/operations.md §2.5): strict body, then one self-test inside the index actor.
+  http_response handle_probe(const http_request& req) {
+    if (req.method != "POST") return method_not_allowed("POST");
+    auto parsed = req.body_too_large
+                      ? probe_parse_result::failure("decode probe request: http: request body too large")
+                      : parse_probe_body(req.body);
+    if (!parsed.ok()) {
+      log_event(spdlog::level::debug, "probe_rejected", {{"error", parsed.error()}});
+      return http_response{400, parsed.error() + "\n"};
+    }
+    auto* rt = live_runtime();
+    auto out = rt ? rt->probe_blocking(parsed.value(), 4s) : std::nullopt;
+    if (!out) return unavailable("probe_unavailable", rt);
+    if (out->passed()) {
+      log_event(spdlog::level::debug, "probe_passed", {{"backend", out->backend}});
+    } else {
+      const auto& first = out->errors.front();
+      log_event(spdlog::level::warn, "probe_failed",
+                {{"backend", out->backend},
+                 {"model", parsed.value().model},
+                 {"stage", first.stage},
+                 {"error", first.message}});
+    }
+    http_response r{200, encode_probe_outcome(*out) + "\n"};
     r.content_type = "application/json";
     return r;
   }
@@ -150,25 +209,22 @@ struct server_app::impl {
     admin.route("/policy",
                 guarded(admin_route::policy, [this](const http_request& r) { return handle_policy(r); }),
                 policy::max_body_bytes);
-    admin.route("/probe", guarded(admin_route::probe, [](const http_request&) {
-                  return http_response{501, "not implemented yet\n"};
-                }));
+    admin.route("/probe",
+                guarded(admin_route::probe, [this](const http_request& r) { return handle_probe(r); }),
+                probe_max_body_bytes);
   }
 
   int start_grpc() {
     std::shared_ptr<grpc::ServerCredentials> creds;
     if (!cfg.tls_cert_file.empty()) {
+      // Loaded and checked now (failure: exit 1); re-read whenever the files change.
       std::string err;
-      grpc::SslServerCredentialsOptions opts;
-      grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-      pair.cert_chain = read_file(cfg.tls_cert_file, err);
-      if (err.empty()) pair.private_key = read_file(cfg.tls_key_file, err);
-      if (!err.empty()) {
+      tls = reloading_tls::create(cfg.tls_cert_file, cfg.tls_key_file, &err);
+      if (!tls) {
         log_event(spdlog::level::err, "grpc_tls_load", {{"error", err}});
         return 1;
       }
-      opts.pem_key_cert_pairs.push_back(std::move(pair));
-      creds = grpc::SslServerCredentials(opts);
+      creds = tls->credentials();
       metrics.set_tls_enabled(true);
     } else {
       creds = grpc::InsecureServerCredentials();
@@ -223,7 +279,7 @@ struct server_app::impl {
     if (!cfg.policy_file.empty()) {
       std::string err;
       std::string body = read_file(cfg.policy_file, err);
-      auto out = err.empty() ? apply_policy_body(body) : policy_outcome{400, err};
+      auto out = err.empty() ? apply_policy_body(body, runtime.get()) : policy_outcome{400, err};
       if (out.status != 204) {
         log_event(spdlog::level::err, "policy_file_rejected",
                   {{"file", cfg.policy_file}, {"error", out.message}});
@@ -266,6 +322,7 @@ struct server_app::impl {
 
     log_event(spdlog::level::info, "startup",
               {{"version", server_version},
+               {"commit", IC_GIT_COMMIT},
                {"grpc_addr", host_of(cfg.grpc_bind_address) + ":" + std::to_string(grpc_port)},
                {"grpc_tls", cfg.tls_cert_file.empty() ? "false" : "true"},
                {"http_addr", host_of(cfg.http_bind_address) + ":" + std::to_string(http.port())},
@@ -295,6 +352,7 @@ struct server_app::impl {
       grpc_server->GetHealthCheckService()->SetServingStatus(false);
       grpc_server->Shutdown(std::chrono::system_clock::now() + 5s);
     }
+    if (tls) tls->stop();
     // civetweb's stop takes about a second per server; stop both at once.
     std::thread stop_admin([this] { admin.stop(); });
     http.stop();
