@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/index_state.hpp"
+#include "actors/snapshot_io.hpp"
 #include "actors/test_hooks.hpp"
 #include "journal/log.hpp"
 
@@ -28,6 +29,8 @@ using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
 using entries_atom = caf::atom_constant<caf::atom("entries")>;
 using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
+using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
+using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 
 /// One input to journal (journal actor <- runtime::append).
@@ -59,6 +62,13 @@ struct lookup_msg {
 };
 
 using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
+
+/// A serialised snapshot on its way to the snapshot writer.
+struct snapshot_job {
+  std::uint64_t covering_seq = 0;
+  std::vector<std::string> chunks;
+  double serialise_seconds = 0;
+};
 using subscriber_ptr = std::shared_ptr<event_subscriber>;
 
 }  // namespace
@@ -72,6 +82,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::snapshot_view)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::entries_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_request)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_outcome)
 
@@ -86,6 +98,7 @@ namespace {
 ///   policy()                -> canonical JSON of the current policy set
 ///   entries()               -> distinct keys per model
 ///   subscribe(subscriber)   registers an observer
+///   snapnow()               takes a snapshot now -> snapshot_report once it is written
 ///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
 using index_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, committed_batch>,
@@ -95,6 +108,7 @@ using index_actor = caf::typed_actor<
     caf::replies_to<policy_atom>::with<std::string>,
     caf::replies_to<entries_atom>::with<entries_list>,
     caf::reacts_to<sub_atom, subscriber_ptr>,
+    caf::replies_to<snapnow_atom>::with<snapshot_report>,
     caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;
 
 /// The journal actor: the single writer.
@@ -103,6 +117,43 @@ using index_actor = caf::typed_actor<
 ///   sweep()      queues a TTL sweep record and re-arms the timer
 using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
                                        caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>>;
+
+/// The snapshot writer (detached: RocksDB writes block): stores a serialised snapshot, keeps
+/// the newest `keep` snapshots, and truncates the journal through the snapshot's sequence.
+///   snapwrite(job) -> snapshot_report
+using snapshot_actor =
+    caf::typed_actor<caf::replies_to<snapwrite_atom, snapshot_job>::with<snapshot_report>>;
+
+snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
+                                                  std::size_t keep) {
+  return {
+      [=](snapwrite_atom, snapshot_job& job) -> snapshot_report {
+        const auto t0 = std::chrono::steady_clock::now();
+        snapshot_report r;
+        r.covering_seq = job.covering_seq;
+        auto fail = [&](const journal::status& st) {
+          r.ok = false;
+          r.error = st.to_string();
+          return r;
+        };
+        auto writer = log->begin_snapshot(job.covering_seq);
+        if (!writer.ok()) return fail(writer.status());
+        for (auto& c : job.chunks) {
+          r.bytes += c.size();
+          if (auto st = writer->add_chunk(c); !st.ok()) return fail(st);
+          std::string().swap(c);
+        }
+        auto info = writer->finish();
+        if (!info.ok()) return fail(info.status());
+        if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
+        if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
+        r.ok = true;
+        r.seconds = job.serialise_seconds +
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        return r;
+      },
+  };
+}
 
 index::micros now_micros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -123,6 +174,12 @@ struct policy_cell {
   }
 };
 
+/// When the index actor takes snapshots.
+struct snapshot_policy {
+  std::chrono::nanoseconds interval{};
+  std::uint64_t every_records = 0;
+};
+
 struct index_actor_state {
   std::shared_ptr<index_state> st;
   std::vector<subscriber_ptr> subscribers;
@@ -130,16 +187,60 @@ struct index_actor_state {
   policy_cell* policies = nullptr;
   std::chrono::milliseconds test_delay{0};
   index::change_log changes;
+  // Snapshots.
+  snapshot_actor writer;
+  snapshot_policy snap;
+  std::uint64_t last_applied_seq = 0;
+  std::uint64_t last_snapshot_seq = 0;
+  steady::time_point last_snapshot_at = steady::now();
+  bool snapshot_running = false;
+};
+
+/// Serialises the index actor's state into a snapshot job covering everything applied so far.
+/// Runs on the index actor: lookups wait while it runs (about a second per 10 M entries).
+snapshot_job serialise_snapshot(index_actor_state& s) {
+  const auto t0 = steady::now();
+  snapshot_job job;
+  job.covering_seq = s.last_applied_seq;
+  write_state_snapshot(*s.st, [&](std::string_view c) {
+    job.chunks.emplace_back(c);
+    return true;
+  });
+  job.serialise_seconds = std::chrono::duration<double>(steady::now() - t0).count();
+  return job;
+}
+
+void log_snapshot(const snapshot_report& r) {
+  if (r.ok)
+    spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; journal truncated", r.covering_seq,
+                 r.bytes, r.seconds);
+  else
+    spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
+}
+
+/// What the index actor starts with (after recovery).
+struct index_actor_config {
+  std::shared_ptr<index_state> st;
+  runtime_probe* probe = nullptr;
+  policy_cell* policies = nullptr;
+  std::chrono::milliseconds test_delay{0};
+  snapshot_actor writer;
+  snapshot_policy snap;
+  std::uint64_t last_applied_seq = 0;
+  std::uint64_t last_snapshot_seq = 0;
 };
 
 index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_actor_state> self,
-                                            std::shared_ptr<index_state> st, runtime_probe* probe,
-                                            policy_cell* policies,
-                                            std::chrono::milliseconds test_delay) {
-  self->state.st = std::move(st);
-  self->state.probe = probe;
-  self->state.policies = policies;
-  self->state.test_delay = test_delay;
+                                            index_actor_config cfg) {
+  auto& init = self->state;
+  init.st = std::move(cfg.st);
+  init.probe = cfg.probe;
+  init.policies = cfg.policies;
+  init.test_delay = cfg.test_delay;
+  init.writer = cfg.writer;
+  init.snap = cfg.snap;
+  init.last_applied_seq = cfg.last_applied_seq;
+  init.last_snapshot_seq = cfg.last_snapshot_seq;
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
@@ -173,6 +274,23 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
             }
           }
           if (item.sink) item.sink->on_applied(item.slot, result);
+          s.last_applied_seq = item.seq;
+        }
+        // Periodic snapshot: enough records, or enough time with something new.
+        const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
+        const bool due =
+            fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
+                          (s.snap.interval.count() > 0 &&
+                           steady::now() - s.last_snapshot_at >= s.snap.interval));
+        if (due && !s.snapshot_running && s.writer) {
+          s.snapshot_running = true;
+          s.last_snapshot_at = steady::now();
+          self->request(s.writer, caf::infinite, snapwrite_atom::value, serialise_snapshot(s))
+              .then([=](snapshot_report& r) {
+                self->state.snapshot_running = false;
+                if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
+                log_snapshot(r);
+              });
         }
       },
       [=](lookup_atom, lookup_msg& msg) -> index::lookup_route_response {
@@ -188,6 +306,27 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
       [=](policy_atom) { return self->state.st->policies().to_json(); },
       [=](entries_atom) { return self->state.st->index().entries_by_model(); },
       [=](sub_atom, subscriber_ptr& sub) { self->state.subscribers.push_back(std::move(sub)); },
+      [=](snapnow_atom) -> caf::result<snapshot_report> {
+        auto& s = self->state;
+        if (!s.writer || s.snapshot_running || s.last_applied_seq == s.last_snapshot_seq) {
+          snapshot_report r;
+          r.skipped = true;
+          r.ok = true;
+          r.covering_seq = s.last_snapshot_seq;
+          return r;
+        }
+        s.snapshot_running = true;
+        s.last_snapshot_at = steady::now();
+        auto rp = self->make_response_promise<snapshot_report>();
+        self->request(s.writer, caf::infinite, snapwrite_atom::value, serialise_snapshot(s))
+            .then([=](snapshot_report& r) mutable {
+              self->state.snapshot_running = false;
+              if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
+              log_snapshot(r);
+              rp.deliver(r);
+            });
+        return rp;
+      },
       [=](probe_atom, const probe_request& req) {
         return run_probe(self->state.st->mutable_index(), req, now_micros());
       },
@@ -302,6 +441,8 @@ struct runtime::impl {
   policy_cell policies;
   index_actor index;
   journal_actor journal;
+  snapshot_actor writer;
+  bool snapshot_on_stop = true;
   std::atomic<bool> shutting_down{false};
   bool stopped = false;
 };
@@ -328,12 +469,48 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   sopts.max_entries = options.max_entries;
   sopts.default_ttl = options.default_ttl;
   sopts.block_size = options.block_size;
-  auto state = std::make_shared<index_state>(sopts);
-
-  // Recovery: replay every journaled record through the live apply path.
   recovery_info rec_info;
+
+  // Recovery, step 1: the newest usable snapshot (corrupt ones fall back to older ones).
+  std::shared_ptr<index_state> state;
+  std::unique_ptr<state_loader> loader;
+  std::uint64_t snapshot_id = 0;
+  std::vector<journal::status> skipped;
+  auto snap = log->read_newest_snapshot(
+      [&](const journal::snapshot_info& si) {
+        loader = std::make_unique<state_loader>(sopts);
+        snapshot_id = si.id;
+        rec_info.snapshot_seq = si.covering_seq;
+      },
+      [&](std::string_view chunk) -> journal::status {
+        std::string why;
+        if (!loader->feed(chunk, &why)) return journal::status(journal::errc::corruption, why);
+        return journal::status::success();
+      },
+      &skipped);
+  for (const auto& sk : skipped) rec_info.skipped_snapshots.push_back(sk.to_string());
+  if (snap.ok()) {
+    std::string why;
+    state = loader->finish(&why);
+    if (!state)
+      return fail("journal " + options.journal_dir + ": snapshot " + std::to_string(snapshot_id) +
+                  " cannot be loaded: " + why);
+  } else if (snap.status().code() == journal::errc::not_found && log->truncated_through() == 0) {
+    state = std::make_shared<index_state>(sopts);  // a journal that was never truncated
+    rec_info.snapshot_seq = 0;
+  } else if (snap.status().code() == journal::errc::not_found) {
+    return fail("journal " + options.journal_dir + ": truncated through " +
+                std::to_string(log->truncated_through()) +
+                " but no usable snapshot covers it; refusing to start with a partial index");
+  } else {
+    return fail("journal " + options.journal_dir + ": snapshot " + std::to_string(snapshot_id) +
+                ": " + snap.status().to_string());
+  }
+
+  // Recovery, step 2: replay the journal after the snapshot through the live apply path.
   std::string replay_error;
-  auto st = log->read(log->truncated_through() + 1, [&](const journal::record_view& r) {
+  auto st = log->read(std::max(rec_info.snapshot_seq, log->truncated_through()) + 1,
+                      [&](const journal::record_view& r) {
     std::string why;
     auto rec = decode_record(r.type, r.payload, &why);
     if (!rec) {
@@ -369,8 +546,20 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
 
   auto p = std::make_unique<impl>(options.workers);
   p->log = std::move(log);
+  p->snapshot_on_stop = options.snapshot_on_stop;
   p->policies.publish(state->policies());
-  p->index = p->system.spawn(index_actor_impl, state, probe, &p->policies, test_lookup_delay());
+  p->writer = p->system.spawn<caf::detached>(snapshot_actor_impl, p->log.get(),
+                                             std::max<std::size_t>(1, options.snapshots_kept));
+  index_actor_config icfg;
+  icfg.st = state;
+  icfg.probe = probe;
+  icfg.policies = &p->policies;
+  icfg.test_delay = test_lookup_delay();
+  icfg.writer = p->writer;
+  icfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
+  icfg.last_applied_seq = p->log->last_sequence();
+  icfg.last_snapshot_seq = rec_info.snapshot_seq;
+  p->index = p->system.spawn(index_actor_impl, std::move(icfg));
   p->journal = p->system.spawn<caf::detached>(journal_actor_impl, p->log.get(), p->index, probe,
                                               options.sweep_interval);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
@@ -468,6 +657,10 @@ std::optional<append_result> runtime::append_blocking(record_kind kind, std::str
   return fut.get();
 }
 
+std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milliseconds timeout) {
+  return ask_blocking<snapshot_report>(impl_->system, impl_->index, timeout, snapnow_atom::value);
+}
+
 void runtime::begin_shutdown() { impl_->shutting_down = true; }
 
 void runtime::stop() {
@@ -475,9 +668,15 @@ void runtime::stop() {
   impl_->stopped = true;
   impl_->shutting_down = true;
   // Reverse order of start: the writer first (its queue is empty once the gRPC server
-  // drained), then the index, then the journal files.
+  // drained), then a final snapshot so the next start replays nothing, then the index and
+  // the snapshot writer, then the journal files.
   caf::anon_send_exit(impl_->journal, caf::exit_reason::user_shutdown);
+  if (impl_->snapshot_on_stop) {
+    auto r = snapshot_now_blocking(std::chrono::seconds(30));
+    if (!r) spdlog::error("final snapshot did not finish in time");
+  }
   caf::anon_send_exit(impl_->index, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(impl_->writer, caf::exit_reason::user_shutdown);
   impl_->system.await_all_actors_done();
   if (impl_->log) {
     auto st = impl_->log->close();

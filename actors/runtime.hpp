@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/messages.hpp"
 #include "actors/probe.hpp"
@@ -50,10 +51,35 @@ struct runtime_options {
   std::size_t workers = 0;
   /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
   rocksdb::Env* journal_env = nullptr;
+  /// Take a snapshot (then truncate the journal) this often when anything new was applied;
+  /// 0 = never by time. Default 10 min.
+  std::chrono::nanoseconds snapshot_interval = std::chrono::minutes(10);
+  /// Take a snapshot once this many records were applied since the last one; 0 = never by
+  /// count. Default 1,000,000.
+  std::uint64_t snapshot_every_records = 1'000'000;
+  /// Complete snapshots kept in the journal (older ones are deleted). Default 2.
+  std::size_t snapshots_kept = 2;
+  /// Take a final snapshot on stop() so the next start replays nothing. Default true.
+  bool snapshot_on_stop = true;
+};
+
+/// The outcome of one snapshot.
+struct snapshot_report {
+  bool ok = false;
+  /// True when there was nothing new to snapshot (or one was already running).
+  bool skipped = false;
+  std::string error;
+  std::uint64_t covering_seq = 0;
+  std::uint64_t bytes = 0;
+  double seconds = 0;
 };
 
 /// What recovery found, for the startup log.
 struct recovery_info {
+  /// Sequence the loaded snapshot covers (0 = none loaded).
+  std::uint64_t snapshot_seq = 0;
+  /// Snapshots skipped as corrupt before a usable one was found (one line each).
+  std::vector<std::string> skipped_snapshots;
   std::uint64_t records_replayed = 0;
   std::uint64_t last_sequence = 0;
   std::int64_t entries = 0;
@@ -109,6 +135,10 @@ class runtime {
   /// Appends and waits for the result (e.g. a /policy push); nullopt on timeout.
   std::optional<append_result> append_blocking(record_kind kind, std::string payload,
                                                std::chrono::milliseconds timeout);
+
+  /// Takes a snapshot now (if anything was applied since the last one), writes it and
+  /// truncates the journal; nullopt on timeout.
+  std::optional<snapshot_report> snapshot_now_blocking(std::chrono::milliseconds timeout);
 
   /// Refuses new appends with SHUTTING_DOWN from now on.
   void begin_shutdown();

@@ -104,6 +104,7 @@ TEST_F(RuntimeTest, DropReasonReachesTheAck) {
 }
 
 TEST_F(RuntimeTest, RestartRecoversTheIndexFromTheJournal) {
+  opts_.snapshot_on_stop = false;  // recover by replaying the journal alone
   std::string err;
   {
     auto rt = runtime::start(opts_, nullptr, &err);
@@ -209,6 +210,77 @@ TEST_F(RuntimeTest, DiskFullRefusesWritesKeepsServingAndResumes) {
     ASSERT_EQ(recovered->replica_scores.size(), 1u);
     EXPECT_EQ(recovered->replica_scores[0].replica_id, block == std::string("a") ? "r1" : "r2");
   }
+}
+
+TEST_F(RuntimeTest, SnapshotTruncatesTheJournalAndRestartReplaysOnlyTheTail) {
+  opts_.snapshot_on_stop = false;
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    for (int i = 0; i < 10; ++i)
+      ASSERT_TRUE(rt->append_blocking(record_kind::update,
+                                      update_bytes("r" + std::to_string(i), {"a", "b" + std::to_string(i)}), 5s));
+    auto report = rt->snapshot_now_blocking(30s);
+    ASSERT_TRUE(report.has_value());
+    EXPECT_TRUE(report->ok) << report->error;
+    EXPECT_FALSE(report->skipped);
+    EXPECT_GT(report->bytes, 0u);
+    const auto covered = report->covering_seq;
+    EXPECT_GE(covered, 10u);
+    // Nothing new: a second request is skipped.
+    auto again = rt->snapshot_now_blocking(30s);
+    ASSERT_TRUE(again.has_value());
+    EXPECT_TRUE(again->skipped);
+    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("late", {"late-block"}), 5s));
+    rt->stop();
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GT(info.snapshot_seq, 0u);
+  EXPECT_EQ(info.records_replayed, 1u);  // only the update after the snapshot
+  EXPECT_EQ(info.entries, 21);
+  for (const char* block : {"b3", "late-block"}) {
+    auto resp = lookup_blocking(*rt, chain_lookup({block}));
+    ASSERT_TRUE(resp.has_value());
+    EXPECT_EQ(resp->reason_code, "PREFIX_MATCH") << block;
+  }
+}
+
+TEST_F(RuntimeTest, FinalSnapshotOnStopLeavesNothingToReplay) {
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+    rt->stop();
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GT(info.snapshot_seq, 0u);
+  EXPECT_EQ(info.records_replayed, 0u);
+  EXPECT_EQ(info.entries, 2);
+}
+
+TEST_F(RuntimeTest, RecordCountTriggersSnapshots) {
+  opts_.snapshot_every_records = 5;
+  opts_.snapshot_on_stop = false;
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    for (int i = 0; i < 12; ++i)
+      ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"k" + std::to_string(i)}), 5s));
+    rt->stop();  // waits for the snapshot writer to finish what it started
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GE(info.snapshot_seq, 5u);
+  EXPECT_LT(info.records_replayed, 12u);
+  EXPECT_EQ(info.entries, 12);
 }
 
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {

@@ -33,6 +33,7 @@
 namespace ic::index {
 
 class tenant_partition;
+class snapshot_access;
 
 /// Index constants (spec/lookup.md §2.5); the defaults are the reference values.
 struct index_options {
@@ -204,6 +205,8 @@ class cache_index {
   memory_breakdown memory_usage() const;
 
  private:
+  friend class snapshot_access;  // index/snapshot_codec.cpp reads and rebuilds the state
+
   tenant_partition* find_partition(std::string_view tenant) const;
   tenant_partition& partition(std::string_view tenant);
   void enforce_cap(micros now, change_log* changes, ingest_result& result);

@@ -1322,6 +1322,7 @@ void tenant_partition::snapshot_rows(snapshot_view& out) const {
     std::int64_t prefix_count = 0;
     std::optional<micros> last_event;
     const stats_row* stats = nullptr;
+    std::string_view stats_model;
   };
   std::map<std::string_view, row> rows;
   for (std::size_t ki = 0; ki < records_.size(); ++ki) {
@@ -1337,9 +1338,14 @@ void tenant_partition::snapshot_rows(snapshot_view& out) const {
   for (const auto& [m, by_replica] : stats_) {
     for (const auto& [rid, s] : by_replica) {
       row& r = rows[names_.name(rid)];
-      if (r.stats == nullptr || r.stats->last_seen < s.last_seen ||
-          (r.stats->last_seen == s.last_seen && r.stats->stats_reported < s.stats_reported)) {
+      // The newest row wins; a full tie goes to the smaller model name, so the choice never
+      // depends on hash-map order (a restored snapshot must answer the same).
+      const std::string_view model = names_.name(m);
+      if (r.stats == nullptr ||
+          std::tie(r.stats->last_seen, r.stats->stats_reported, model) <
+              std::tie(s.last_seen, s.stats_reported, r.stats_model)) {
         r.stats = &s;
+        r.stats_model = model;
       }
     }
   }

@@ -207,6 +207,8 @@ class tenant_partition {
   void memory(memory_breakdown& m) const;
 
  private:
+  friend class snapshot_access;  // index/snapshot_codec.cpp reads and rebuilds the state
+
   struct part_info {
     std::uint32_t model, scheme, adapter, scope;
   };

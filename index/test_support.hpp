@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -118,6 +120,94 @@ inline std::vector<std::string> ids(const index_lookup_result& r) {
   std::vector<std::string> out;
   for (const auto& s : r.scores) out.push_back(s.score.replica_id);
   return out;
+}
+
+/// Random, reproducible inputs for replay-style tests: a few tenants, models, replicas and
+/// schemes; 8-byte and other-length hashes; chains, legacy entries, stats, events, lookups.
+struct generator {
+  explicit generator(std::uint64_t seed) : rng(seed) {}
+  std::mt19937_64 rng;
+  micros now = t0;
+
+  int pick(int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); }
+  std::string hash() {
+    // Mix 8-byte hashes (inline path) with other lengths (side-table path).
+    const int v = pick(40);
+    if (pick(4) == 0) return "h" + std::to_string(v);
+    std::string h(8, '\0');
+    h[7] = static_cast<char>(v);
+    h[0] = 'k';
+    return h;
+  }
+  std::string tenant() { return "t" + std::to_string(pick(3)); }
+  std::string model() { return "m" + std::to_string(pick(2)); }
+  std::string scheme() { return pick(5) == 0 ? "sglang" : "vllm"; }
+  std::string replica() { return "r" + std::to_string(pick(5)); }
+  std::string adapter() { return pick(4) == 0 ? "lora" : ""; }
+
+  cache_state_update make_update(bool single_scope) {
+    cache_state_update u = update(replica(), {}, tenant(), model(),
+                                  single_scope ? "vllm" : (pick(20) == 0 ? "" : scheme()));
+    const int n = 1 + pick(4);
+    for (int i = 0; i < n; ++i) {
+      if (pick(2) == 0) {
+        u.prefixes.push_back(legacy(hash(), pick(200), pick(6) - 1, single_scope ? "" : adapter()));
+      } else {
+        std::vector<std::string> hs;
+        for (int j = 0, m = 1 + pick(5); j < m; ++j) hs.push_back(hash());
+        prefix_entry p = chain(hs, 16, pick(4));
+        if (!single_scope && pick(10) == 0) p.block_token_counts.pop_back();
+        if (pick(5) == 0) p.prefix_hash = hash();
+        u.prefixes.push_back(p);
+      }
+    }
+    if (pick(3) == 0) u.stats = stats(static_cast<float>(pick(10)) / 10, pick(10) / 10.0f);
+    now += pick(3) * 1'000'000 + pick(2);
+    u.timestamp_us = pick(6) == 0 ? 0 : now - pick(120) * 1'000'000;
+    return u;
+  }
+
+  cache_event make_event() {
+    cache_event e;
+    e.type = pick(5);
+    e.tenant_id = tenant();
+    e.model_id = model();
+    e.replica_id = replica();
+    e.prefix_hash = hash();
+    e.adapter_id = pick(3) == 0 ? adapter() : "";
+    e.timestamp_us = pick(2) == 0 ? 0 : now;
+    return e;
+  }
+
+  lookup_route_request make_request() {
+    lookup_route_request r;
+    r.tenant_id = tenant();
+    r.model_id = model();
+    r.hash_scheme = scheme();
+    r.adapter_id = adapter();
+    if (pick(2) == 0) {
+      r.prefix_hash = hash();
+      r.prefix_token_count = pick(200);
+    } else {
+      for (int j = 0, m = 1 + pick(5); j < m; ++j) {
+        r.block_hashes.push_back(hash());
+        r.block_token_counts.push_back(16 * (1 + pick(4)));
+      }
+    }
+    if (pick(3) == 0) r.slo_target = slo{pick(300), 0};
+    return r;
+  }
+};
+
+/// Returns a one-line image of a LookupRoute response (for equality checks).
+inline std::string describe(const lookup_route_response& r) {
+  std::ostringstream os;
+  os << r.reason_code << '|' << r.adapter_id;
+  for (const auto& s : r.replica_scores) {
+    os << '|' << s.replica_id << ',' << s.score << ',' << s.matched_tokens << ','
+       << s.estimated_cache_hit_prob << ',' << s.tier;
+  }
+  return os.str();
 }
 
 }  // namespace ic::index::testing
