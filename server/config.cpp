@@ -61,6 +61,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
 
   std::string log_format = "json";
   std::string default_ttl = "30m", sweep_interval = "1m", metrics_interval = "5s";
+  std::string snapshot_interval = "10m";
   std::string allowed_sa;
   app.add_option("--grpc-bind-address", cfg.grpc_bind_address, "gRPC listen address")
       ->capture_default_str();
@@ -97,6 +98,13 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--default-ttl", default_ttl, "entry TTL when no policy sets one")
       ->capture_default_str();
   app.add_option("--sweep-interval", sweep_interval, "TTL sweep period")->capture_default_str();
+  app.add_option("--snapshot-interval", snapshot_interval,
+                 "snapshot the index (and truncate the journal) this often; 0 = never by time")
+      ->capture_default_str();
+  std::int64_t snapshot_every_records = 1000000;
+  app.add_option("--snapshot-every-records", snapshot_every_records,
+                 "snapshot after this many journal records; 0 = never by count")
+      ->capture_default_str();
   app.add_option("--metrics-stream-interval", metrics_interval, "StreamMetrics push period")
       ->capture_default_str();
   app.add_option("--max-recv-message-bytes", cfg.max_recv_message_bytes,
@@ -195,6 +203,15 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
     // Non-positive durations fall back to the default, as the reference clamps them.
     d.out = parsed.value() > std::chrono::nanoseconds::zero() ? parsed.value() : d.fallback;
   }
+  auto snap = ic::policy::parse_duration(snapshot_interval);
+  if (!snap.has_value() || snap.value() < std::chrono::nanoseconds::zero())
+    return invalid("invalid --snapshot-interval \"" + snapshot_interval +
+                   "\": " + (snap.has_value() ? std::string("must not be negative") : snap.error()));
+  cfg.snapshot_interval = snap.value();
+  if (snapshot_every_records < 0)
+    return invalid("invalid --snapshot-every-records " + std::to_string(snapshot_every_records) +
+                   ": want 0 (never by count) or more");
+  cfg.snapshot_every_records = static_cast<std::uint64_t>(snapshot_every_records);
   return cfg;
 }
 

@@ -56,6 +56,12 @@ struct server_config {
   std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
   /// `--metrics-stream-interval`, default 5s: StreamMetrics push period.
   std::chrono::nanoseconds metrics_stream_interval = std::chrono::seconds(5);
+  /// `--snapshot-interval`, default 10m: snapshot (then truncate the journal) this often when
+  /// anything new was applied; 0 = never by time.
+  std::chrono::nanoseconds snapshot_interval = std::chrono::minutes(10);
+  /// `--snapshot-every-records`, default 1000000: snapshot after this many journal records;
+  /// 0 = never by count.
+  std::uint64_t snapshot_every_records = 1000000;
   /// `--max-recv-message-bytes`, default 16 MiB: larger gRPC messages get RESOURCE_EXHAUSTED.
   int max_recv_message_bytes = 16 * 1024 * 1024;
 };

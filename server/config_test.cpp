@@ -45,6 +45,17 @@ TEST(ServerConfig, DefaultsMatchTheSpecWithInsecureAuth) {
   EXPECT_EQ(c.sweep_interval, std::chrono::minutes(1));
   EXPECT_EQ(c.metrics_stream_interval, std::chrono::seconds(5));
   EXPECT_EQ(c.max_recv_message_bytes, 16777216);
+  EXPECT_EQ(c.snapshot_interval, std::chrono::minutes(10));
+  EXPECT_EQ(c.snapshot_every_records, 1000000u);
+}
+
+TEST(ServerConfig, SnapshotFlagsAcceptZeroAsNever) {
+  auto r = parse({"--insecure-disable-auth", "--snapshot-interval=0", "--snapshot-every-records=0"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(r)) << exit_message(r);
+  EXPECT_EQ(std::get<server_config>(r).snapshot_interval, std::chrono::nanoseconds::zero());
+  EXPECT_EQ(std::get<server_config>(r).snapshot_every_records, 0u);
+  EXPECT_EQ(exit_code(parse({"--insecure-disable-auth", "--snapshot-interval=-1m"})), 2);
+  EXPECT_EQ(exit_code(parse({"--insecure-disable-auth", "--snapshot-every-records=-5"})), 2);
 }
 
 TEST(ServerConfig, NeitherAuthFlagExitsTwoWithOneLine) {

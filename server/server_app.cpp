@@ -262,6 +262,8 @@ struct server_app::impl {
     ro.default_ttl = cfg.default_ttl;
     ro.sweep_interval = cfg.sweep_interval;
     ro.block_size = cfg.engine_block_size;
+    ro.snapshot_interval = cfg.snapshot_interval;
+    ro.snapshot_every_records = cfg.snapshot_every_records;
     std::string error;
     actors::recovery_info info;
     runtime = actors::runtime::start(ro, &metrics, &error, &info);
@@ -271,8 +273,11 @@ struct server_app::impl {
     }
     if (!info.torn_tail.empty())
       log_event(spdlog::level::warn, "journal_torn_tail_dropped", {{"detail", info.torn_tail}});
+    for (const auto& skipped : info.skipped_snapshots)
+      log_event(spdlog::level::warn, "snapshot_skipped", {{"detail", skipped}});
     log_event(spdlog::level::info, "recovered",
-              {{"records_replayed", std::to_string(info.records_replayed)},
+              {{"snapshot_seq", std::to_string(info.snapshot_seq)},
+               {"records_replayed", std::to_string(info.records_replayed)},
                {"last_sequence", std::to_string(info.last_sequence)},
                {"entries", std::to_string(info.entries)},
                {"seconds", std::to_string(info.seconds)}});

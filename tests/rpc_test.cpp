@@ -301,7 +301,10 @@ TEST_F(Rpc, AcknowledgedUpdatesSurviveSigkillAndSigterm) {
   restart(SIGTERM);
   auto after_term = lookup({"a", "b"});
   EXPECT_EQ(after_term.replica_scores_size(), 2);
+  // SIGTERM wrote a final snapshot, so the restart loaded it and replayed nothing.
   EXPECT_NE(server_->logs().find("\"recovered\""), std::string::npos);
+  EXPECT_NE(server_->logs().find("\"records_replayed\":\"0\""), std::string::npos) << server_->logs();
+  EXPECT_EQ(server_->logs().find("\"snapshot_seq\":\"0\""), std::string::npos) << server_->logs();
 }
 
 TEST_F(Rpc, PolicyPushIsValidatedJournaledAndSurvivesRestart) {
