@@ -56,7 +56,7 @@ inline std::size_t heap_in_use() {
 /// `replicas_per_key` of 64 replicas (chain c goes to replicas c*k .. c*k+k-1 mod 64).
 /// Returns the chains.
 inline std::vector<std::vector<std::string>> fill(cache_index& idx, std::int64_t entries,
-                                           int replicas_per_key, micros ts) {
+                                                  int replicas_per_key, micros ts) {
   std::uint64_t seed = 42;
   std::vector<std::vector<std::string>> chains;
   const std::int64_t per_chain = 64LL * replicas_per_key;

@@ -13,8 +13,8 @@
 
 #include <benchmark/benchmark.h>
 
-#include "index/cache_index.hpp"
 #include "index/bench_support.hpp"
+#include "index/cache_index.hpp"
 #include "index/fingerprint.hpp"
 
 namespace ic::index {

@@ -1,5 +1,7 @@
 #include "index/snapshot_codec.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -48,7 +50,26 @@ T get(const char* p) {
   return v;
 }
 
-bool valid_tier(std::uint8_t t) { return (t >= 1 && t <= tier_unknown_positive) || t == tier_coldest; }
+/// Reserves `n` slots for an empty key table, asking for transparent huge pages first when
+/// the table is large: the loader's inserts hit random slots, and 4 KiB pages would make
+/// nearly every one a TLB miss. Only a hint; nothing depends on it.
+void reserve_slots(std::vector<std::uint32_t>& slots, std::size_t n) {
+  slots.clear();
+  slots.shrink_to_fit();
+  slots.reserve(n);
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(slots.data());
+  const std::uintptr_t end = begin + n * sizeof(std::uint32_t);
+  const std::uintptr_t first = (begin + huge - 1) & ~(huge - 1);
+  const std::uintptr_t last = end & ~(huge - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#endif
+}
+
+bool valid_tier(std::uint8_t t) {
+  return (t >= 1 && t <= tier_unknown_positive) || t == tier_coldest;
+}
 
 }  // namespace
 
@@ -279,7 +300,8 @@ class snapshot_access {
         return false;
       }
       if (stage_ != stage::done) {
-        XXH3_64bits_update(&hash_, run_start_, static_cast<std::size_t>(p - run_start_) - pending_.size());
+        XXH3_64bits_update(&hash_, run_start_,
+                           static_cast<std::size_t>(p - run_start_) - pending_.size());
       }
       return true;
     }
@@ -387,7 +409,8 @@ class snapshot_access {
       n_free_ = get<std::uint32_t>(q + 12);
       n_stats_ = get<std::uint32_t>(q + 16);
       n_entries_ = get<std::uint64_t>(q + 20);
-      if (idx_.find_partition(name) != nullptr) return fail("duplicate tenant '" + std::string(name) + "'");
+      if (idx_.find_partition(name) != nullptr)
+        return fail("duplicate tenant '" + std::string(name) + "'");
       if (n_names_ > key_part_mask + 1 || n_parts_ > key_part_mask || n_free_ > n_slab_ ||
           n_slab_ > (1u << 26) - 2) {
         return fail("tenant '" + std::string(name) + "': counts out of range");
@@ -399,6 +422,7 @@ class snapshot_access {
       const std::size_t live = n_slab_ - n_free_;
       std::size_t slots = 16;
       while (live * 8 > slots * 7) slots *= 2;
+      reserve_slots(part_->slots_, slots);
       part_->slots_.assign(slots, 0);
       part_->free_records_.reserve(n_free_);
       keys_left_ = static_cast<std::uint32_t>(live);
@@ -450,7 +474,8 @@ class snapshot_access {
       const auto len = get<std::uint32_t>(p);
       if (len > max_string_bytes) return fail("name too long");
       if (n < 4 + std::size_t{len}) return more(4 + std::size_t{len});
-      if (part_->names_.intern(std::string_view(p + 4, len)) != done_) return fail("duplicate name");
+      if (part_->names_.intern(std::string_view(p + 4, len)) != done_)
+        return fail("duplicate name");
       ++done_;
       skip_empty_sections();
       return 4 + std::size_t{len};
@@ -587,6 +612,15 @@ class snapshot_access {
         rec.tc = static_cast<std::int32_t>(m);
       }
       t.records_.push_back(rec);
+      // The eviction orders, pushed in slot order as rebuild_cap_order/rebuild_quota_order
+      // would (under the policy and quota the target already has), while the key is hot.
+      if (t.cap_tracked()) {
+        const entry_span e = tenant_partition::entries_of(t.records_[kidx]);
+        for (std::uint32_t i = 0; i < m; ++i) {
+          t.push_cap_ref(kidx, t.effective_count(e[i]), e.ls[i]);
+        }
+      }
+      if (t.quota_) t.push_quota_ref(kidx);
 
       // Queue the key-table insert; it happens `insert_lag` keys later, when the slot's cache
       // line (prefetched now) has arrived.
@@ -695,9 +729,6 @@ class snapshot_access {
       tenant_partition& t = *part_;
       t.stamp_.clear();
       t.stamp_.shrink_to_fit();
-      // Derived eviction orders, under whatever policy/quota the target already has.
-      t.rebuild_cap_order();
-      if (t.quota_) t.rebuild_quota_order();
       part_ = nullptr;
       return true;
     }

@@ -20,10 +20,13 @@ using namespace ic::index::testing;
 /// Returns the snapshot of `idx` as one string, checking the chunking contract on the way.
 std::string snapshot_bytes(const cache_index& idx, std::size_t chunk_bytes = 1 << 20) {
   std::vector<std::string> chunks;
-  EXPECT_TRUE(write_snapshot(idx, [&](std::string_view c) {
-    chunks.emplace_back(c);
-    return true;
-  }, chunk_bytes));
+  EXPECT_TRUE(write_snapshot(
+      idx,
+      [&](std::string_view c) {
+        chunks.emplace_back(c);
+        return true;
+      },
+      chunk_bytes));
   std::string all;
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     if (i + 1 < chunks.size()) {
@@ -59,10 +62,14 @@ void round_trip(const cache_index& idx, cache_index& target, std::size_t chunk_b
   snapshot_loader loader(target);
   std::string error;
   bool ok = true;
-  ASSERT_TRUE(write_snapshot(idx, [&](std::string_view c) {
-    ok = loader.feed(c, &error);
-    return ok;
-  }, chunk_bytes)) << error;
+  ASSERT_TRUE(write_snapshot(
+      idx,
+      [&](std::string_view c) {
+        ok = loader.feed(c, &error);
+        return ok;
+      },
+      chunk_bytes))
+      << error;
   ASSERT_TRUE(ok) << error;
   ASSERT_TRUE(loader.finish(&error)) << error;
 }
@@ -222,7 +229,8 @@ TEST(SnapshotCodec, ChunksHaveTheRequestedSize) {
   for (int i = 0; i < 200; ++i) {
     a.ingest(update("r" + std::to_string(i % 7), {legacy("key-" + std::to_string(i), i)}), t0 + i);
   }
-  for (std::size_t chunk : {std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
+  for (std::size_t chunk :
+       {std::size_t{1}, std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
     const std::string bytes = snapshot_bytes(a, chunk);  // checks every chunk but the last
     EXPECT_EQ(bytes, snapshot_bytes(a));
   }
@@ -232,7 +240,8 @@ TEST(SnapshotCodec, SinkRefusalAbortsTheWrite) {
   cache_index a;
   for (int i = 0; i < 100; ++i) a.ingest(update("r", {legacy("key-" + std::to_string(i), i)}), t0);
   int calls = 0;
-  EXPECT_FALSE(write_snapshot(a, [&](std::string_view) { return ++calls < 3; }, 64));
+  EXPECT_FALSE(write_snapshot(
+      a, [&](std::string_view) { return ++calls < 3; }, 64));
   EXPECT_EQ(calls, 3);
 }
 
@@ -247,8 +256,8 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
     std::size_t chunk;
   };
   evictions = {};
-  for (const run& c : {run{1, 60, 1}, run{2, 400, 7}, run{3, 0, 4096}, run{4, 200, 1 << 20},
-                       run{5, 30, 13}}) {
+  for (const run& c :
+       {run{1, 60, 1}, run{2, 400, 7}, run{3, 0, 4096}, run{4, 200, 1 << 20}, run{5, 30, 13}}) {
     index_options o;
     o.max_entries = c.cap;
     o.default_ttl = std::chrono::minutes(2);
@@ -269,7 +278,8 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
     ASSERT_EQ(snapshot_bytes(a), snapshot_bytes(b)) << "seed " << c.seed;
     EXPECT_GT(b.facts().total_entries, 0);
     for (int step = 0; step < 1500; ++step) {
-      random_step(g, store, {&a, &b}, "seed " + std::to_string(c.seed) + " step " + std::to_string(step));
+      random_step(g, store, {&a, &b},
+                  "seed " + std::to_string(c.seed) + " step " + std::to_string(step));
       if (HasFatalFailure()) return;
       if (step % 250 == 0) {
         ASSERT_EQ(a.canonical_dump(), b.canonical_dump()) << step;

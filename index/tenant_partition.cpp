@@ -1341,9 +1341,8 @@ void tenant_partition::snapshot_rows(snapshot_view& out) const {
       // The newest row wins; a full tie goes to the smaller model name, so the choice never
       // depends on hash-map order (a restored snapshot must answer the same).
       const std::string_view model = names_.name(m);
-      if (r.stats == nullptr ||
-          std::tie(r.stats->last_seen, r.stats->stats_reported, model) <
-              std::tie(s.last_seen, s.stats_reported, r.stats_model)) {
+      if (r.stats == nullptr || std::tie(r.stats->last_seen, r.stats->stats_reported, model) <
+                                    std::tie(s.last_seen, s.stats_reported, r.stats_model)) {
         r.stats = &s;
         r.stats_model = model;
       }

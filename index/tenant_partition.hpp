@@ -127,7 +127,8 @@ class chunked_vector {
   std::size_t size() const { return size_; }
   std::size_t capacity() const { return chunks_.size() * chunk_size; }
   void push_back(const T& v) {
-    if (size_ == capacity()) chunks_.push_back(std::make_unique<T[]>(chunk_size));
+    // Default-initialised (not zeroed): every slot is written before it is read.
+    if (size_ == capacity()) chunks_.push_back(std::unique_ptr<T[]>(new T[chunk_size]));
     (*this)[size_++] = v;
   }
 
