@@ -1,4 +1,6 @@
 // inferencecache-journal against a journal written by the real server.
+#include <csignal>
+
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
@@ -36,7 +38,8 @@ TEST(JournalInspector, SummarisesListsAndVerifiesAServerJournal) {
     ASSERT_TRUE(w->Write(u));
     w->WritesDone();
     ASSERT_TRUE(w->Finish().ok());
-    ASSERT_EQ(s->terminate(), 0);
+    // SIGKILL: no final snapshot, so the records stay in the journal.
+    ASSERT_EQ(s->terminate(SIGKILL), 128 + SIGKILL);
   }
   auto [code, out] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "summary"});
   EXPECT_EQ(code, 0) << out;
@@ -53,6 +56,22 @@ TEST(JournalInspector, SummarisesListsAndVerifiesAServerJournal) {
   auto [vc, verify] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "verify"});
   EXPECT_EQ(vc, 0) << verify;
   EXPECT_NE(verify.find("records: ok"), std::string::npos) << verify;
+
+  // A graceful stop writes a snapshot and truncates the journal before it.
+  {
+    auto s = test::server_process::start(
+        IC_SERVER_BINARY, {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+                           "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir,
+                           "--insecure-disable-auth"});
+    ASSERT_TRUE(s->wait_ready(30s)) << s->logs();
+    ASSERT_EQ(s->terminate(), 0);
+  }
+  auto [sc, snaps] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "snapshots"});
+  EXPECT_EQ(sc, 0) << snaps;
+  EXPECT_NE(snaps.find("complete"), std::string::npos) << snaps;
+  auto [vc2, verify2] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "verify"});
+  EXPECT_EQ(vc2, 0) << verify2;
+  EXPECT_NE(verify2.find(": ok"), std::string::npos) << verify2;
 
   auto [mc, missing] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir + "/nope", "summary"});
   EXPECT_EQ(mc, 1) << missing;

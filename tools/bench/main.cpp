@@ -1,0 +1,529 @@
+// inferencecache-bench: load and benchmark generator for an InferenceCache server.
+//
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery. Every run is bounded
+// by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
+// A table goes to stdout, progress to stderr, and --json FILE writes every figure.
+// Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "tools/bench/runner.hpp"
+#include "tools/bench/server_child.hpp"
+#include "tools/bench/stats.hpp"
+#include "tools/bench/workload.hpp"
+#include "tools/common/codec.hpp"
+#include "tools/common/http_client.hpp"
+
+namespace ic::tools::bench {
+namespace {
+
+using json = nlohmann::json;
+using steady = std::chrono::steady_clock;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+/// Everything the command line sets.
+struct options {
+  std::string mode;
+  std::string addr = "127.0.0.1:9090";   ///< gRPC target; default 127.0.0.1:9090
+  bool allow_remote = false;             ///< permit non-loopback targets; default false
+  int concurrency = 16;                  ///< calls in flight (lookup/baseline); default 16
+  int channels = 2;                      ///< TCP connections; default 2
+  std::string duration = "5s";           ///< per measured phase; default 5s
+  std::uint64_t requests = 0;            ///< per measured phase (calls or messages); 0 = time only
+  std::string json_file;                 ///< write results as JSON here; default none
+  workload_shape shape;
+  // lookup / mixed
+  std::uint64_t entries = 100000;        ///< index size to prefill (lookup, mixed, fill, recovery)
+  bool skip_fill = false;                ///< the index already holds `entries` of this shape
+  double ingest_rate = 100000;           ///< mixed: background ingest blocks/s; default 100k
+  // ingest / fill
+  int producers = 2;                     ///< concurrent ReportCacheState streams; default 2
+  int messages_per_stream = 8;           ///< default 8
+  int chains_per_message = 16;           ///< ingest: sessions per message; default 16
+  int batch_blocks = 16384;              ///< fill: blocks per message; default 16384
+  int server_pid = 0;                    ///< read this PID's VmRSS around fills; default none
+  // recovery
+  std::string server_binary;
+  std::vector<std::string> server_args;
+  std::string data_dir;
+  std::string signal_name = "term";
+  std::string restart_timeout = "300s";
+  bool duration_given = false;           ///< --duration was set explicitly (bounds `fill`)
+};
+
+double to_seconds_or(const std::string& text, double fallback) {
+  std::string err;
+  return parse_seconds(text, &err).value_or(fallback);
+}
+
+json to_json(const latency_summary& s) {
+  return {{"count", s.count}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p90_us", s.p90},
+          {"p99_us", s.p99}, {"p999_us", s.p999}, {"max_us", s.max}};
+}
+
+std::string fmt(double v, int precision = 1) {
+  std::ostringstream ss;
+  ss << std::fixed << std::setprecision(precision) << v;
+  return ss.str();
+}
+
+/// Prints one latency row of the human table.
+void print_latency_header() {
+  std::cout << std::left << std::setw(30) << "phase" << std::right << std::setw(10) << "calls"
+            << std::setw(8) << "errors" << std::setw(11) << "calls/s" << std::setw(10) << "p50 us"
+            << std::setw(10) << "p90 us" << std::setw(10) << "p99 us" << std::setw(11) << "p99.9 us"
+            << std::setw(10) << "max us" << "\n";
+}
+
+json latency_phase(const std::string& name, loop_result& r) {
+  latency_summary s = summarize(r.latencies_us);
+  const double rate = r.elapsed_s > 0 ? static_cast<double>(r.ok) / r.elapsed_s : 0;
+  std::cout << std::left << std::setw(30) << name << std::right << std::setw(10) << r.ok
+            << std::setw(8) << r.errors << std::setw(11) << fmt(rate, 0) << std::setw(10)
+            << fmt(s.p50) << std::setw(10) << fmt(s.p90) << std::setw(10) << fmt(s.p99)
+            << std::setw(11) << fmt(s.p999) << std::setw(10) << fmt(s.max) << "\n";
+  json j = to_json(s);
+  j["ok"] = r.ok;
+  j["errors"] = r.errors;
+  j["elapsed_s"] = r.elapsed_s;
+  j["calls_per_s"] = rate;
+  j["answers"] = r.labels;
+  if (!r.first_error.empty()) j["first_error"] = r.first_error;
+  return j;
+}
+
+json ingest_summary(const std::string& name, ingest_result& r) {
+  latency_summary stream = summarize(r.stream_latency_us);
+  latency_summary ack = summarize(r.ack_wait_us);
+  const double bps = r.elapsed_s > 0 ? static_cast<double>(r.blocks_acked) / r.elapsed_s : 0;
+  std::cout << name << ": " << r.blocks_acked << " blocks acked in " << fmt(r.elapsed_s, 2)
+            << " s = " << fmt(bps, 0) << " blocks/s; " << r.messages << " messages, " << r.streams
+            << " streams, " << r.errors << " errors\n"
+            << "  ack wait (WritesDone->Ack) p50/p90/p99/p99.9: " << fmt(ack.p50) << " / "
+            << fmt(ack.p90) << " / " << fmt(ack.p99) << " / " << fmt(ack.p999) << " us"
+            << "; whole stream p50/p99: " << fmt(stream.p50) << " / " << fmt(stream.p99) << " us\n";
+  if (!r.first_error.empty()) std::cout << "  first error: " << r.first_error << "\n";
+  json j{{"blocks_acked", r.blocks_acked}, {"blocks_per_s", bps},    {"messages", r.messages},
+         {"streams", r.streams},           {"errors", r.errors},     {"elapsed_s", r.elapsed_s},
+         {"chains_started", r.chains_started}, {"ack_wait", to_json(ack)},
+         {"stream_latency", to_json(stream)}, {"ack_reasons", r.ack_reasons}};
+  if (!r.first_error.empty()) j["first_error"] = r.first_error;
+  return j;
+}
+
+/// Ratio lookup/baseline at p50 and p99, printed and returned.
+json ratio(const std::string& what, const json& lookup, const json& base) {
+  const double b50 = base.value("p50_us", 0.0), b99 = base.value("p99_us", 0.0);
+  const double r50 = b50 > 0 ? lookup.value("p50_us", 0.0) / b50 : 0;
+  const double r99 = b99 > 0 ? lookup.value("p99_us", 0.0) / b99 : 0;
+  std::cout << what << ": p50 " << fmt(r50, 2) << "x, p99 " << fmt(r99, 2) << "x\n";
+  return {{"p50", r50}, {"p99", r99}};
+}
+
+/// Shared machinery for one run: target, channels, workload, results.
+class bench_run {
+ public:
+  explicit bench_run(const options& o)
+      : o_(o), w_(o.shape), duration_s_(to_seconds_or(o.duration, 5)) {}
+
+  int run() {
+    if (o_.mode != "recovery") channels_ = make_channels(o_.addr, o_.channels);
+    result_["mode"] = o_.mode;
+    result_["config"] = config_json();
+    int rc = kExitUsage;
+    if (o_.mode == "baseline") rc = run_baseline();
+    else if (o_.mode == "lookup") rc = run_lookup(false);
+    else if (o_.mode == "mixed") rc = run_lookup(true);
+    else if (o_.mode == "ingest") rc = run_ingest_mode();
+    else if (o_.mode == "fill") rc = run_fill_mode();
+    else if (o_.mode == "recovery") rc = run_recovery();
+    result_["exit_code"] = rc;
+    if (!o_.json_file.empty()) {
+      std::ofstream out(o_.json_file);
+      out << result_.dump(2) << "\n";
+      if (!out) {
+        std::cerr << "inferencecache-bench: cannot write " << o_.json_file << "\n";
+        return kExitFailed;
+      }
+    }
+    return rc;
+  }
+
+ private:
+  json config_json() const {
+    return {{"addr", o_.addr},
+            {"concurrency", o_.concurrency},
+            {"channels", o_.channels},
+            {"duration_s", duration_s_},
+            {"requests", o_.requests},
+            {"tenants", o_.shape.tenants},
+            {"replicas", o_.shape.replicas},
+            {"chain_blocks", o_.shape.chain_blocks},
+            {"system_blocks", o_.shape.system_blocks},
+            {"block_tokens", o_.shape.block_tokens},
+            {"turns", o_.shape.turns},
+            {"entries", o_.entries},
+            {"ingest_rate", o_.ingest_rate},
+            {"producers", o_.producers},
+            {"hardware_threads", std::thread::hardware_concurrency()}};
+  }
+
+  limits phase_limits() const { return {duration_s_, o_.requests}; }
+
+  /// Fills the index with whole chains 0..chains-1 in big messages; returns the result.
+  ingest_result fill(std::uint64_t entries, const std::vector<std::shared_ptr<grpc::Channel>>& ch,
+                     double max_seconds) {
+    ingest_options io;
+    io.producers = o_.producers;
+    io.messages_per_stream = o_.messages_per_stream;
+    io.chains_per_message = std::max(1, o_.batch_blocks / o_.shape.chain_blocks);
+    io.max_chains = w_.chains_for_entries(entries);
+    io.lim = {max_seconds, 0};
+    workload_shape one_turn = o_.shape;
+    one_turn.turns = 1;
+    workload w(one_turn);
+    return run_ingest(ch, w, io, nullptr, "fill");
+  }
+
+  /// Prefills (unless --skip-fill) and returns the number of chains the index holds.
+  std::uint64_t prefill() {
+    const std::uint64_t chains = w_.chains_for_entries(o_.entries);
+    if (o_.skip_fill || o_.entries == 0) return chains;
+    ingest_result r = fill(o_.entries, channels_, 600);
+    result_["prefill"] = ingest_summary("prefill", r);
+    prefill_failed_ = r.blocks_acked == 0;
+    if (prefill_failed_) prefill_error_ = r.first_error;
+    return chains;
+  }
+
+  int run_baseline() {
+    health_calls calls(channels_, o_.concurrency);
+    loop_result r = run_closed_loop(calls, o_.concurrency, phase_limits(), "baseline");
+    print_latency_header();
+    result_["baseline"] = latency_phase("Health/Check", r);
+    return r.ok > 0 ? kExitOk : fail_line("no successful Health/Check: " + r.first_error);
+  }
+
+  int run_lookup(bool mixed) {
+    const std::uint64_t chains = prefill();
+    if (prefill_failed_) return fail_line("prefill failed: " + prefill_error_);
+    health_calls health(channels_, o_.concurrency);
+    lookup_calls lookups(channels_, o_.concurrency, w_, chains, o_.shape.seed * 7919);
+    loop_result base_idle = run_closed_loop(health, o_.concurrency, phase_limits(), "baseline");
+    loop_result base_busy, look;
+    ingest_result ing;
+    if (mixed) {
+      std::atomic<bool> stop{false};
+      ingest_options io;
+      io.producers = o_.producers;
+      io.messages_per_stream = o_.messages_per_stream;
+      io.chains_per_message = o_.chains_per_message;
+      io.rate_blocks_per_s = o_.ingest_rate;
+      io.first_chain = chains;
+      io.lim = {3 * duration_s_ + 60, 0};
+      std::thread ingest([&] { ing = run_ingest(channels_, w_, io, &stop, "ingest"); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      base_busy = run_closed_loop(health, o_.concurrency, phase_limits(), "baseline+ingest");
+      look = run_closed_loop(lookups, o_.concurrency, phase_limits(), "lookup+ingest");
+      stop.store(true);
+      ingest.join();
+    } else {
+      look = run_closed_loop(lookups, o_.concurrency, phase_limits(), "lookup");
+    }
+    std::cout << "\nindex: ~" << w_.entries_for_chains(chains) << " (key x replica) entries, "
+              << chains << " chains of " << o_.shape.chain_blocks << " blocks; concurrency "
+              << o_.concurrency << ", " << o_.channels << " channels\n";
+    print_latency_header();
+    json b = latency_phase("Health/Check (idle)", base_idle);
+    result_["baseline"] = b;
+    if (mixed) result_["baseline_under_ingest"] = latency_phase("Health/Check (ingesting)", base_busy);
+    json l = latency_phase(mixed ? "LookupRoute (ingesting)" : "LookupRoute", look);
+    result_["lookup"] = l;
+    result_["ratio"] = ratio("LookupRoute / Health (idle)", l, b);
+    if (mixed) {
+      result_["ratio_vs_busy_baseline"] =
+          ratio("LookupRoute / Health (both ingesting)", l, result_["baseline_under_ingest"]);
+      result_["ingest"] = ingest_summary("background ingest", ing);
+    }
+    std::vector<double> server_us = lookups.server_latencies_us();
+    latency_summary srv = summarize(server_us);
+    result_["lookup_server_reported"] = to_json(srv);
+    std::cout << "server-reported lookup_latency_us p50/p99/p99.9: " << fmt(srv.p50) << " / "
+              << fmt(srv.p99) << " / " << fmt(srv.p999) << "\n";
+    std::uint64_t matched = look.labels.count("PREFIX_MATCH") ? look.labels["PREFIX_MATCH"] : 0;
+    std::cout << "PREFIX_MATCH answers: " << matched << " of " << look.ok << "\n";
+    if (look.ok == 0) return fail_line("no successful LookupRoute: " + look.first_error);
+    if (base_idle.ok == 0) return fail_line("no successful Health/Check: " + base_idle.first_error);
+    return kExitOk;
+  }
+
+  int run_ingest_mode() {
+    ingest_options io;
+    io.producers = o_.producers;
+    io.messages_per_stream = o_.messages_per_stream;
+    io.chains_per_message = o_.chains_per_message;
+    io.lim = phase_limits();
+    ingest_result r = run_ingest(channels_, w_, io, nullptr, "ingest");
+    result_["ingest"] = ingest_summary("ingest", r);
+    if (r.blocks_acked == 0) return fail_line("no block was acknowledged: " + r.first_error);
+    return kExitOk;
+  }
+
+  int run_fill_mode() {
+    const std::int64_t rss_before = o_.server_pid > 0 ? read_rss_bytes(o_.server_pid) : -1;
+    // A fill is bounded by --duration when given, else by 10 minutes.
+    ingest_result r = fill(o_.entries, channels_, o_.duration_given ? duration_s_ : 600);
+    const std::uint64_t chains = std::min(r.chains_started, w_.chains_for_entries(o_.entries));
+    const std::uint64_t entries = w_.entries_for_chains(chains);
+    json j = ingest_summary("fill", r);
+    j["entries_estimated"] = entries;
+    j["entries_per_s"] = r.elapsed_s > 0 ? static_cast<double>(entries) / r.elapsed_s : 0;
+    std::cout << "filled ~" << entries << " (key x replica) entries of " << o_.entries
+              << " requested (" << chains << " chains)\n";
+    if (o_.server_pid > 0) {
+      const std::int64_t rss_after = read_rss_bytes(o_.server_pid);
+      j["rss_before_bytes"] = rss_before;
+      j["rss_after_bytes"] = rss_after;
+      if (rss_before > 0 && rss_after > 0 && entries > 0) {
+        const double per = static_cast<double>(rss_after - rss_before) / static_cast<double>(entries);
+        j["rss_bytes_per_entry"] = per;
+        std::cout << "server RSS " << rss_before / (1 << 20) << " MiB -> " << rss_after / (1 << 20)
+                  << " MiB: " << fmt(per, 1) << " bytes per entry\n";
+      }
+    }
+    result_["fill"] = j;
+    if (r.blocks_acked == 0) return fail_line("no block was acknowledged: " + r.first_error);
+    return kExitOk;
+  }
+
+  /// Polls /readyz until 200; seconds since `t0`, or -1 after `timeout_s`.
+  double wait_ready(const host_port& http, steady::time_point t0, double timeout_s) {
+    while (std::chrono::duration<double>(steady::now() - t0).count() < timeout_s) {
+      http_request req;
+      req.path = "/readyz";
+      if (http_call(http, req, 1.0).status == 200)
+        return std::chrono::duration<double>(steady::now() - t0).count();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+
+  /// Repeats one chain lookup until PREFIX_MATCH; seconds since `t0`, or -1 after `timeout_s`.
+  double wait_first_match(const std::string& grpc_addr, steady::time_point t0, double timeout_s) {
+    auto ch = make_channels(grpc_addr, 1);
+    auto stub = v1::InferenceCache::NewStub(ch[0]);
+    v1::LookupRouteRequest req;
+    req.set_tenant_id(w_.tenant_name(w_.tenant_of(0)));
+    req.set_model_id(o_.shape.model);
+    req.set_hash_scheme(o_.shape.scheme);
+    std::vector<std::uint64_t> hashes;
+    w_.chain(0, o_.shape.chain_blocks, &hashes);
+    for (auto h : hashes) {
+      req.add_block_hashes(be64(h));
+      req.add_block_token_counts(o_.shape.block_tokens);
+    }
+    while (std::chrono::duration<double>(steady::now() - t0).count() < timeout_s) {
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+      v1::LookupRouteResponse resp;
+      if (stub->LookupRoute(&ctx, req, &resp).ok() && resp.reason_code() == "PREFIX_MATCH")
+        return std::chrono::duration<double>(steady::now() - t0).count();
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return -1;
+  }
+
+  int run_recovery() {
+    std::string dir = o_.data_dir;
+    if (dir.empty()) {
+      char tmpl[] = "/tmp/ic_bench_recovery_XXXXXX";
+      if (::mkdtemp(tmpl) == nullptr) return fail_line("cannot create a temporary data dir");
+      dir = tmpl;
+    }
+    std::vector<std::string> args = {"--insecure-disable-auth", "--data-dir=" + dir,
+                                     "--grpc-bind-address=127.0.0.1:0",
+                                     "--http-bind-address=127.0.0.1:0",
+                                     "--snapshot-bind-address=127.0.0.1:0"};
+    args.insert(args.end(), o_.server_args.begin(), o_.server_args.end());
+    const double timeout_s = to_seconds_or(o_.restart_timeout, 300);
+    std::string err;
+    auto first = server_child::start(o_.server_binary, args, &err);
+    if (!first) return fail_line(err);
+    if (first->wait_for_line("\"ready\"", std::chrono::seconds(60)).empty())
+      return fail_line("the server did not get ready: " + first->tail());
+    auto ch = make_channels(first->grpc_addr(), o_.channels);
+    const std::int64_t rss_before = read_rss_bytes(first->pid());
+    ingest_result filled = fill(o_.entries, ch, timeout_s);
+    const std::int64_t rss_after = read_rss_bytes(first->pid());
+    json f = ingest_summary("fill", filled);
+    const std::uint64_t entries =
+        w_.entries_for_chains(std::min(filled.chains_started, w_.chains_for_entries(o_.entries)));
+    f["entries_estimated"] = entries;
+    f["rss_before_bytes"] = rss_before;
+    f["rss_after_bytes"] = rss_after;
+    if (entries > 0 && rss_before > 0 && rss_after > 0) {
+      f["rss_bytes_per_entry"] = static_cast<double>(rss_after - rss_before) / static_cast<double>(entries);
+      std::cout << "server RSS " << rss_before / (1 << 20) << " MiB -> " << rss_after / (1 << 20)
+                << " MiB over ~" << entries << " entries: "
+                << fmt(f["rss_bytes_per_entry"].get<double>(), 1) << " bytes per entry\n";
+    }
+    result_["fill"] = f;
+    ch.clear();
+    const int sig = o_.signal_name == "kill" ? SIGKILL : SIGTERM;
+    const auto stop_t0 = steady::now();
+    const int code = first->stop(sig, std::chrono::seconds(60));
+    const double stop_s = std::chrono::duration<double>(steady::now() - stop_t0).count();
+    first.reset();
+
+    const auto t0 = steady::now();
+    auto second = server_child::start(o_.server_binary, args, &err);
+    if (!second) return fail_line(err);
+    if (second->wait_for_line("\"startup\"", std::chrono::seconds(30)).empty())
+      return fail_line("the restarted server logged no startup line: " + second->tail());
+    auto http = parse_host_port(second->http_addr(), &err);
+    if (!http) return fail_line(err);
+    const double ready_s = wait_ready(*http, t0, timeout_s);
+    const double match_s = wait_first_match(second->grpc_addr(), t0, timeout_s);
+    const std::string recovered = second->wait_for_line("\"recovered\"", std::chrono::seconds(1));
+    const std::int64_t rss_restarted = read_rss_bytes(second->pid());
+    second->stop(SIGTERM, std::chrono::seconds(60));
+    if (o_.data_dir.empty()) std::filesystem::remove_all(dir);
+
+    json r{{"signal", o_.signal_name}, {"stop_exit_code", code}, {"stop_seconds", stop_s},
+           {"ready_seconds", ready_s}, {"first_match_seconds", match_s},
+           {"entries_estimated", entries}, {"rss_after_restart_bytes", rss_restarted}};
+    auto j = nlohmann::json::parse(recovered, nullptr, false);
+    if (j.is_object()) r["server_recovered_line"] = j;
+    result_["recovery"] = r;
+    std::cout << "recovery after SIG" << (sig == SIGKILL ? "KILL" : "TERM") << " (exit " << code
+              << ", stop took " << fmt(stop_s, 2) << " s) with ~" << entries << " entries:\n"
+              << "  /readyz 200 after " << fmt(ready_s, 3) << " s; first PREFIX_MATCH after "
+              << fmt(match_s, 3) << " s\n";
+    if (j.is_object())
+      std::cout << "  server: replayed " << j.value("records_replayed", "?") << " records in "
+                << j.value("seconds", "?") << " s, " << j.value("entries", "?") << " entries\n";
+    if (ready_s < 0 || match_s < 0) return fail_line("the restarted server did not serve in time");
+    return kExitOk;
+  }
+
+  int fail_line(const std::string& msg) {
+    std::cerr << "inferencecache-bench " << o_.mode << ": " << msg << "\n";
+    result_["error"] = msg;
+    return kExitFailed;
+  }
+
+  const options& o_;
+  workload w_;
+  double duration_s_;
+  std::vector<std::shared_ptr<grpc::Channel>> channels_;
+  json result_;
+  bool prefill_failed_ = false;
+  std::string prefill_error_;
+};
+
+int run(int argc, char** argv) {
+  CLI::App app{"inferencecache-bench: gRPC load and benchmark generator for InferenceCache"};
+  app.name("inferencecache-bench");
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  options o;
+  app.add_option("--addr", o.addr, "gRPC target host:port")->capture_default_str();
+  app.add_flag("--allow-remote", o.allow_remote, "Allow a non-loopback target");
+  app.add_option("--concurrency,-c", o.concurrency, "Calls in flight")->capture_default_str();
+  app.add_option("--channels", o.channels, "TCP connections")->capture_default_str();
+  app.add_option("--duration,-d", o.duration, "Length of each measured phase")->capture_default_str();
+  app.add_option("--requests,-n", o.requests, "Calls (or messages) per phase; 0 = time only");
+  app.add_option("--json", o.json_file, "Write all results as JSON to FILE");
+  app.add_option("--tenants", o.shape.tenants, "Tenants")->capture_default_str();
+  app.add_option("--replicas", o.shape.replicas, "Replicas per tenant")->capture_default_str();
+  app.add_option("--chain-blocks", o.shape.chain_blocks, "Blocks per chain")->capture_default_str();
+  app.add_option("--system-blocks", o.shape.system_blocks, "Shared system-prompt blocks")
+      ->capture_default_str();
+  app.add_option("--block-tokens", o.shape.block_tokens, "Tokens per block")->capture_default_str();
+  app.add_option("--turns", o.shape.turns, "Turns per session (ingest, mixed)")->capture_default_str();
+  app.add_option("--seed", o.shape.seed, "Hash seed")->capture_default_str();
+  app.add_option("--model", o.shape.model, "Model id")->capture_default_str();
+  app.add_option("--entries", o.entries, "(key x replica) entries to fill")->capture_default_str();
+  app.add_flag("--skip-fill", o.skip_fill, "The index already holds --entries of this shape");
+  app.add_option("--producers", o.producers, "Concurrent ReportCacheState streams")
+      ->capture_default_str();
+  app.add_option("--messages-per-stream", o.messages_per_stream, "Messages per stream")
+      ->capture_default_str();
+  app.add_option("--chains-per-message", o.chains_per_message, "Sessions per message (ingest)")
+      ->capture_default_str();
+  app.add_option("--batch-blocks", o.batch_blocks, "Blocks per message (fill)")->capture_default_str();
+  app.add_option("--server-pid", o.server_pid, "Read this PID's VmRSS before and after a fill");
+
+  app.add_subcommand("baseline", "Health/Check latency: the transport's floor");
+  app.add_subcommand("lookup", "LookupRoute latency over a prefilled index, beside the baseline");
+  app.add_option("--ingest-rate", o.ingest_rate, "mixed: background ingest blocks/s")
+      ->capture_default_str();
+  app.add_subcommand("mixed", "Lookups while ingesting at --ingest-rate");
+  app.add_subcommand("ingest", "ReportCacheState throughput and Ack latency");
+  app.add_subcommand("fill", "Fill the index to --entries in big messages");
+  auto* rec = app.add_subcommand("recovery", "Fill, stop, restart: time to /readyz and first match");
+  rec->add_option("--server-binary", o.server_binary, "Path of inferencecache-server")->required();
+  rec->add_option("--server-arg", o.server_args, "Extra server flag (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  rec->add_option("--data-dir", o.data_dir, "Data dir (default: a fresh temporary one)");
+  rec->add_option("--signal", o.signal_name, "term or kill")
+      ->check(CLI::IsMember({"term", "kill"}))
+      ->capture_default_str();
+  rec->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "inferencecache-bench: " << e.what() << " (see --help)\n";
+    return kExitUsage;
+  }
+  o.mode = app.get_subcommands().front()->get_name();
+  o.duration_given = app.get_option("--duration")->count() > 0;
+  auto usage = [](const std::string& msg) {
+    std::cerr << "inferencecache-bench: " << msg << " (see --help)\n";
+    return kExitUsage;
+  };
+  std::string err;
+  auto target = parse_host_port(o.addr, &err);
+  if (!target) return usage(err);
+  if (!o.allow_remote && !is_loopback_host(target->host))
+    return usage("--addr " + o.addr + " is not a loopback address; pass --allow-remote to load it");
+  auto d = parse_seconds(o.duration, &err);
+  if (!d || *d <= 0) return usage(d ? "--duration must be positive" : err);
+  if (*d > 3600) return usage("--duration must be at most 1h");
+  if (!parse_seconds(o.restart_timeout, &err)) return usage(err);
+  if (o.concurrency <= 0 || o.concurrency > 4096) return usage("--concurrency must be in [1, 4096]");
+  if (o.channels <= 0 || o.channels > 256) return usage("--channels must be in [1, 256]");
+  if (o.producers <= 0 || o.producers > 256) return usage("--producers must be in [1, 256]");
+  if (o.messages_per_stream <= 0) return usage("--messages-per-stream must be positive");
+  if (o.chains_per_message <= 0) return usage("--chains-per-message must be positive");
+  if (o.batch_blocks <= 0) return usage("--batch-blocks must be positive");
+  if (o.ingest_rate <= 0) return usage("--ingest-rate must be positive");
+  if (auto bad = validate(o.shape); !bad.empty()) return usage(bad);
+  std::signal(SIGPIPE, SIG_IGN);
+  bench_run r(o);
+  return r.run();
+}
+
+}  // namespace
+}  // namespace ic::tools::bench
+
+int main(int argc, char** argv) { return ic::tools::bench::run(argc, argv); }

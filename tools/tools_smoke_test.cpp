@@ -1,0 +1,222 @@
+// The real server driven by the two tools: every CLI verb once, and each quick bench mode for
+// about a second. Checks exit codes and that the figures are present and non-zero; never a
+// timing threshold.
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/server_process.hpp"
+
+namespace ic::tools {
+namespace {
+
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+class ToolsSmoke : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = test::make_temp_dir("ic_tools_smoke");
+    server_ = test::server_process::start(
+        IC_SERVER_BINARY,
+        {"--insecure-disable-auth", "--data-dir=" + dir_ + "/data",
+         "--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+         "--snapshot-bind-address=127.0.0.1:0", "--metrics-stream-interval=200ms"});
+    ASSERT_NE(server_, nullptr);
+    ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
+    addr_ = "--addr=" + server_->grpc_target();
+    admin_ = "--admin-addr=127.0.0.1:" + std::to_string(server_->snapshot_port());
+  }
+  void TearDown() override {
+    if (server_) {
+      EXPECT_EQ(server_->terminate(), 0);
+    }
+    server_.reset();
+    test::remove_tree(dir_);
+  }
+
+  /// Runs the CLI with `args` after --addr/--admin-addr; returns {exit code, output}.
+  std::pair<int, std::string> cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {addr_, admin_});
+    return test::run_to_exit(IC_CLI_BINARY, args, 20s);
+  }
+
+  /// Runs one bench mode for about a second and returns its --json document.
+  json bench(const std::string& mode, std::vector<std::string> extra = {}) {
+    const std::string out = dir_ + "/" + mode + ".json";
+    std::vector<std::string> args = {addr_, "--duration=1s", "--concurrency=4",
+                                     "--entries=5000", "--json=" + out};
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.push_back(mode);
+    auto [code, output] = test::run_to_exit(IC_BENCH_BINARY, args, 60s);
+    EXPECT_EQ(code, 0) << output;
+    std::ifstream in(out);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto j = json::parse(ss.str(), nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << output;
+    return j.is_discarded() ? json::object() : j;
+  }
+
+  std::string dir_, addr_, admin_;
+  std::unique_ptr<test::server_process> server_;
+};
+
+const std::vector<std::string> kChain = {"--tenant=team-a", "--model=llama", "--block-tokens=64",
+                                         "--hashes=0x0000000000000001,0x0000000000000002,"
+                                         "AAAAAAAAAAM="};
+
+TEST_F(ToolsSmoke, CliVerbsRoundTripAgainstTheRealServer) {
+  std::vector<std::string> report = {"report", "--replica=r1"};
+  report.insert(report.end(), kChain.begin(), kChain.end());
+  auto [rc, out] = cli(report);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("accepted: true"), std::string::npos) << out;
+
+  std::vector<std::string> lookup = {"lookup", "--json", "--fail-on-no-hint"};
+  lookup.insert(lookup.end(), kChain.begin(), kChain.end());
+  std::tie(rc, out) = cli(lookup);
+  ASSERT_EQ(rc, 0) << out;
+  auto j = json::parse(out.substr(out.find('{')), nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["reasonCode"], "PREFIX_MATCH");
+  EXPECT_EQ(j["replicaScores"][0]["replicaId"], "r1");
+  EXPECT_EQ(j["replicaScores"][0]["matchedTokens"], 192);
+
+  std::tie(rc, out) = cli({"lookup", "--tenant=team-a", "--model=llama", "--hashes=00000000000000ff",
+                           "--fail-on-no-hint"});
+  EXPECT_EQ(rc, 3) << out;
+
+  std::tie(rc, out) = cli({"state", "--tenant=team-a", "--model=llama"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("total prefixes: 3"), std::string::npos) << out;
+
+  std::tie(rc, out) = cli({"evict", "--replica=r1", "--tenant=team-a", "--model=llama",
+                           "--hashes=0000000000000003"});
+  EXPECT_EQ(rc, 0) << out;
+  std::tie(rc, out) = cli({"clear", "--replica=r1", "--tenant=team-a", "--model=llama"});
+  EXPECT_EQ(rc, 0) << out;
+  std::tie(rc, out) = cli(lookup);
+  EXPECT_EQ(rc, 3) << "no replica holds the chain after ALL_CLEARED: " << out;
+
+  std::tie(rc, out) = cli({"health"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("SERVING"), std::string::npos);
+
+  std::tie(rc, out) = cli({"metrics", "--names=inferencecache_server_up", "--count=1"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("inferencecache_server_up 1"), std::string::npos) << out;
+  std::tie(rc, out) = cli({"watch", "--duration=300ms"});
+  EXPECT_EQ(rc, 0) << out;
+
+  const std::string policy = dir_ + "/policy.json";
+  std::ofstream(policy) << R"({"version":7,"policies":[{"namespace":"team-a",)"
+                        << R"("strategy":{"requireChain":true}}],"tenants":[]})";
+  std::tie(rc, out) = cli({"policy", "push", policy});
+  ASSERT_EQ(rc, 0) << out;
+  std::tie(rc, out) = cli({"policy", "get"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("\"requireChain\": true"), std::string::npos) << out;
+  std::ofstream(policy) << R"({"version":7,"bogus":1})";
+  std::tie(rc, out) = cli({"policy", "push", policy});
+  EXPECT_EQ(rc, 1) << "the server refuses an unknown field: " << out;
+}
+
+TEST_F(ToolsSmoke, CliReportsFromAJsonLinesFile) {
+  const std::string file = dir_ + "/updates.jsonl";
+  std::ofstream(file)
+      << R"({"replicaId":"r7","tenantId":"team-a","modelId":"llama","hashScheme":"vllm",)"
+      << R"("prefixes":[{"blockHashes":["AAAAAAAAAAE=","AAAAAAAAAAI="],"blockTokenCounts":[64,64]}]})"
+      << "\n";
+  auto [rc, out] = cli({"report", "--file=" + file});
+  ASSERT_EQ(rc, 0) << out;
+  std::tie(rc, out) = cli({"lookup", "--tenant=team-a", "--model=llama", "--block-tokens=64",
+                           "--hashes=0000000000000001,0000000000000002"});
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("PREFIX_MATCH"), std::string::npos) << out;
+  EXPECT_NE(out.find("r7"), std::string::npos) << out;
+}
+
+TEST_F(ToolsSmoke, CliUsageErrorsExitTwoWithOneLine) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"lookup"},                                     // nothing to look up
+           {"lookup", "--hashes=xyz!"},                    // bad hash
+           {"lookup", "--tokens=1,2", "--hashes=00"},      // both
+           {"report", "--hashes=0001"},                    // no replica
+           {"frobnicate"},                                 // unknown verb
+           {"watch", "--types=sometimes"},                 // unknown event type
+           {"policy", "push", "/nonexistent/policy.json"}}) {
+    auto [rc, out] = cli(args);
+    EXPECT_EQ(rc, 2) << args[0] << ": " << out;
+    EXPECT_NE(out.find("inferencecache"), std::string::npos) << out;
+  }
+  auto [rc, out] = test::run_to_exit(IC_CLI_BINARY, {"lookup", "--help"}, 20s);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("--fail-on-no-hint"), std::string::npos);
+}
+
+TEST_F(ToolsSmoke, BenchBaselineMeasuresHealthCheck) {
+  json base = bench("baseline");
+  EXPECT_GT(base["baseline"]["ok"].get<long>(), 0);
+  EXPECT_GT(base["baseline"]["p50_us"].get<double>(), 0);
+}
+
+TEST_F(ToolsSmoke, BenchLookupPrefillsMatchesAndPrintsTheRatio) {
+  json look = bench("lookup");
+  EXPECT_GT(look["prefill"]["blocks_acked"].get<long>(), 0);
+  EXPECT_GT(look["lookup"]["ok"].get<long>(), 0);
+  EXPECT_EQ(look["lookup"]["errors"].get<long>(), 0);
+  EXPECT_GT(look["lookup"]["answers"]["PREFIX_MATCH"].get<long>(), 0);
+  EXPECT_GT(look["ratio"]["p50"].get<double>(), 0);
+  EXPECT_GT(look["ratio"]["p99"].get<double>(), 0);
+}
+
+TEST_F(ToolsSmoke, BenchMixedLooksUpWhileIngesting) {
+  json mixed = bench("mixed", {"--ingest-rate=20000"});
+  EXPECT_GT(mixed["lookup"]["ok"].get<long>(), 0);
+  EXPECT_GT(mixed["ingest"]["blocks_acked"].get<long>(), 0);
+  EXPECT_GT(mixed["ratio"]["p99"].get<double>(), 0);
+  EXPECT_GT(mixed["ratio_vs_busy_baseline"]["p50"].get<double>(), 0);
+}
+
+TEST_F(ToolsSmoke, BenchIngestReportsThroughputAndAckLatency) {
+  json ingest = bench("ingest", {"--turns=4"});
+  EXPECT_GT(ingest["ingest"]["blocks_per_s"].get<double>(), 0);
+  EXPECT_GT(ingest["ingest"]["ack_wait"]["p50_us"].get<double>(), 0);
+  EXPECT_EQ(ingest["ingest"]["errors"].get<long>(), 0);
+}
+
+TEST_F(ToolsSmoke, BenchFillReachesTheEntryCountAndReadsServerMemory) {
+  json fill = bench("fill", {"--entries=20000", "--server-pid=" + std::to_string(server_->pid())});
+  EXPECT_GE(fill["fill"]["entries_estimated"].get<long>(), 20000);
+  EXPECT_GT(fill["fill"]["rss_after_bytes"].get<long>(), 0);
+}
+
+TEST_F(ToolsSmoke, BenchRecoveryRestartsItsOwnServer) {
+  const std::string out = dir_ + "/recovery.json";
+  auto [code, output] = test::run_to_exit(
+      IC_BENCH_BINARY,
+      {"--entries=5000", "--json=" + out, "recovery", "--server-binary=" IC_SERVER_BINARY,
+       "--signal=kill", "--restart-timeout=30s"},
+      60s);
+  ASSERT_EQ(code, 0) << output;
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = json::parse(ss.str());
+  EXPECT_GT(j["recovery"]["ready_seconds"].get<double>(), 0);
+  EXPECT_GT(j["recovery"]["first_match_seconds"].get<double>(), 0);
+  EXPECT_EQ(j["recovery"]["stop_exit_code"], 137);
+}
+
+TEST_F(ToolsSmoke, BenchRefusesRemoteTargetsAndBadFlags) {
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--addr=10.1.2.3:9090", "baseline"}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--duration=0s", "baseline"}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"lookup", "--concurrency=0"}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {}, 20s).first, 2);
+}
+
+}  // namespace
+}  // namespace ic::tools
