@@ -102,10 +102,11 @@ void configure_logging(log_format format, const std::string& level) {
   gpr_set_log_function(&grpc_log_bridge);
 }
 
-void log_event(spdlog::level::level_enum level, const std::string& msg,
-               std::initializer_list<std::pair<std::string, std::string>> fields) {
-  spdlog::logger* logger = current_logger();
-  if (!logger->should_log(level)) return;
+namespace {
+
+// Renders msg + fields in the configured format, marked as pre-rendered for the formatter.
+std::string render(const std::string& msg,
+                   std::initializer_list<std::pair<std::string, std::string>> fields) {
   std::string rendered(1, kPreRendered);
   if (g_format == log_format::json) {
     nlohmann::ordered_json obj;
@@ -116,7 +117,31 @@ void log_event(spdlog::level::level_enum level, const std::string& msg,
     rendered += msg;
     for (const auto& [k, v] : fields) rendered += " " + k + "=" + v;
   }
-  logger->log(level, "{}", rendered);
+  return rendered;
+}
+
+}  // namespace
+
+void log_event(spdlog::level::level_enum level, const std::string& msg,
+               std::initializer_list<std::pair<std::string, std::string>> fields) {
+  spdlog::logger* logger = current_logger();
+  if (!logger->should_log(level)) return;
+  logger->log(level, "{}", render(msg, fields));
+}
+
+void log_lifecycle(const std::string& msg,
+                   std::initializer_list<std::pair<std::string, std::string>> fields) {
+  spdlog::logger* logger = current_logger();
+  const std::string rendered = render(msg, fields);
+  if (logger->should_log(spdlog::level::info)) {
+    logger->log(spdlog::level::info, "{}", rendered);
+    return;
+  }
+  // Below the configured level: write straight to the sinks (still labelled info), so the
+  // bound addresses and readiness are always in the log.
+  spdlog::details::log_msg record(logger->name(), spdlog::level::info, rendered);
+  for (auto& sink : logger->sinks()) sink->log(record);
+  logger->flush();
 }
 
 }  // namespace ic::server

@@ -22,6 +22,11 @@ namespace ic::server {
 void configure_logging(log_format format, const std::string& level);
 
 /// Logs one event named `msg` with string fields, in the configured format.
+/// Logs a lifecycle event (startup, recovered, ready, graceful_shutdown_*) at info even when
+/// the configured level is higher: operators and tests read the bound addresses from it.
+void log_lifecycle(const std::string& msg,
+                   std::initializer_list<std::pair<std::string, std::string>> fields = {});
+
 void log_event(spdlog::level::level_enum level, const std::string& msg,
                std::initializer_list<std::pair<std::string, std::string>> fields = {});
 

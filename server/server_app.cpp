@@ -275,7 +275,7 @@ struct server_app::impl {
       log_event(spdlog::level::warn, "journal_torn_tail_dropped", {{"detail", info.torn_tail}});
     for (const auto& skipped : info.skipped_snapshots)
       log_event(spdlog::level::warn, "snapshot_skipped", {{"detail", skipped}});
-    log_event(spdlog::level::info, "recovered",
+    log_lifecycle("recovered",
               {{"snapshot_seq", std::to_string(info.snapshot_seq)},
                {"records_replayed", std::to_string(info.records_replayed)},
                {"last_sequence", std::to_string(info.last_sequence)},
@@ -325,7 +325,7 @@ struct server_app::impl {
     }
     if (int rc = start_grpc(); rc != 0) return rc;
 
-    log_event(spdlog::level::info, "startup",
+    log_lifecycle("startup",
               {{"version", server_version},
                {"commit", IC_GIT_COMMIT},
                {"grpc_addr", host_of(cfg.grpc_bind_address) + ":" + std::to_string(grpc_port)},
@@ -341,14 +341,14 @@ struct server_app::impl {
     ready = true;
     metrics.set_up(true);
     grpc_server->GetHealthCheckService()->SetServingStatus(true);
-    log_event(spdlog::level::info, "ready");
+    log_lifecycle("ready");
     return 0;
   }
 
   void stop() {
     if (stopped) return;
     stopped = true;
-    log_event(spdlog::level::info, "graceful_shutdown_started");
+    log_lifecycle("graceful_shutdown_started");
     ready = false;
     metrics.set_up(false);
     if (runtime) runtime->begin_shutdown();
@@ -363,7 +363,7 @@ struct server_app::impl {
     http.stop();
     stop_admin.join();
     if (runtime) runtime->stop();
-    log_event(spdlog::level::info, "graceful_shutdown_done");
+    log_lifecycle("graceful_shutdown_done");
   }
 };
 

@@ -186,6 +186,15 @@ TEST_F(ServerLifecycle, SigintAlsoStopsGracefully) {
   EXPECT_NE(s->logs().find("INFO graceful_shutdown_done"), std::string::npos) << s->logs();
 }
 
+TEST_F(ServerLifecycle, LifecycleLinesAreLoggedEvenAtWarnLevel) {
+  auto s = start({"--insecure-disable-auth", "--log-level=warn"});
+  ASSERT_TRUE(s->wait_ready(30s)) << s->logs();
+  EXPECT_GT(s->grpc_port(), 0);
+  EXPECT_EQ(s->terminate(), 0);
+  EXPECT_NE(s->logs().find("\"graceful_shutdown_done\""), std::string::npos) << s->logs();
+  EXPECT_EQ(s->logs().find("\"level\":\"debug\""), std::string::npos);
+}
+
 TEST_F(ServerLifecycle, ListenerFailureExitsOne) {
   auto first = start({"--insecure-disable-auth"});
   ASSERT_TRUE(first->wait_ready(30s)) << first->logs();
