@@ -60,16 +60,27 @@ void index_state::apply_policy(const policy::policy_set& set) {
   }
 }
 
+lookup_outcome index_state::decide(const index::lookup_route_request& request,
+                                   index::micros now_us,
+                                   const std::function<bool()>& expired) const {
+  const policy::resolved_policy pol = policies_.resolve(request.tenant_id);
+  index::route_plan plan = index::plan_route(request, pol, route_options_);
+  if (plan.early) return {std::move(*plan.early), {}};
+  index::route_decision decision = index::decide_route(index_, request, plan, pol, now_us);
+  if (expired && expired()) return {index::timeout_response(plan), {}};
+  return {std::move(decision.response), std::move(decision.credit)};
+}
+
+void index_state::credit(const std::vector<index::scored_replica>& hits) {
+  if (!hits.empty()) index_.credit_lfu(hits);
+}
+
 index::lookup_route_response index_state::lookup(const index::lookup_route_request& request,
                                                  index::micros now_us,
                                                  const std::function<bool()>& expired) {
-  const policy::resolved_policy pol = policies_.resolve(request.tenant_id);
-  index::route_plan plan = index::plan_route(request, pol, route_options_);
-  if (plan.early) return *plan.early;
-  index::route_decision decision = index::decide_route(index_, request, plan, pol, now_us);
-  if (expired && expired()) return index::timeout_response(plan);
-  index::commit_route(index_, decision);
-  return std::move(decision.response);
+  lookup_outcome out = decide(request, now_us, expired);
+  credit(out.credit);
+  return std::move(out.response);
 }
 
 }  // namespace ic::actors

@@ -43,6 +43,13 @@ struct apply_outcome {
   index::sweep_result sweep;
 };
 
+/// A lookup's answer and the LFU credit it earns once delivered (empty unless PREFIX_MATCH
+/// in an LFU tenant).
+struct lookup_outcome {
+  index::lookup_route_response response;
+  std::vector<index::scored_replica> credit;
+};
+
 /// One actor's index, policies and quotas.
 class index_state {
  public:
@@ -51,8 +58,16 @@ class index_state {
   /// Applies one decoded journal record at its own time, recording index changes.
   apply_outcome apply(const decoded_record& record, index::change_log* changes = nullptr);
 
-  /// Answers LookupRoute at `now_us`. `expired` is asked after the index decision: when it
-  /// says the deadline passed, the answer is TIMEOUT and no LFU credit is given.
+  /// Decides LookupRoute at `now_us` without changing anything, so concurrent readers may
+  /// call it (never concurrently with a mutation). `expired` is asked after the index
+  /// decision: when it says the deadline passed, the answer is TIMEOUT with no credit.
+  lookup_outcome decide(const index::lookup_route_request& request, index::micros now_us,
+                        const std::function<bool()>& expired = {}) const;
+
+  /// Gives the LFU credit of a delivered lookup (stale entries are skipped).
+  void credit(const std::vector<index::scored_replica>& hits);
+
+  /// `decide` then `credit`, for single-threaded callers.
   index::lookup_route_response lookup(const index::lookup_route_request& request,
                                       index::micros now_us,
                                       const std::function<bool()>& expired = {});

@@ -2,12 +2,15 @@
 
 #include <atomic>
 #include <future>
+#include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/index_state.hpp"
+#include "actors/rw_lock.hpp"
 #include "actors/snapshot_io.hpp"
 #include "actors/test_hooks.hpp"
 #include "journal/log.hpp"
@@ -23,7 +26,7 @@ using append_atom = caf::atom_constant<caf::atom("append")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
-using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using credit_atom = caf::atom_constant<caf::atom("credit")>;
 using state_atom = caf::atom_constant<caf::atom("state")>;
 using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
@@ -55,11 +58,8 @@ struct committed_batch {
   std::vector<committed> items;
 };
 
-/// A lookup and the steady-clock deadline after which its answer is TIMEOUT.
-struct lookup_msg {
-  index::lookup_route_request request;
-  steady::time_point deadline;
-};
+/// LFU credit of delivered lookups.
+using credit_list = std::vector<index::scored_replica>;
 
 using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
 
@@ -76,7 +76,7 @@ using subscriber_ptr = std::shared_ptr<event_subscriber>;
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::lookup_msg)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::credit_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
@@ -92,7 +92,8 @@ namespace {
 
 /// The index actor: sole owner of `index_state` once the runtime started.
 ///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
-///   lookup(msg)             -> lookup_route_response (TIMEOUT when msg.deadline passed)
+///   credit(hits)            gives the LFU credit of delivered lookups (which read the index
+///                           directly, under the shared side of the index lock)
 ///   state(tenant, model)    -> cache_state_view
 ///   snapshot()              -> snapshot_view
 ///   policy()                -> canonical JSON of the current policy set
@@ -102,7 +103,7 @@ namespace {
 ///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
 using index_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, committed_batch>,
-    caf::replies_to<lookup_atom, lookup_msg>::with<index::lookup_route_response>,
+    caf::reacts_to<credit_atom, credit_list>,
     caf::replies_to<state_atom, std::string, std::string>::with<index::cache_state_view>,
     caf::replies_to<snap_atom>::with<index::snapshot_view>,
     caf::replies_to<policy_atom>::with<std::string>,
@@ -182,10 +183,12 @@ struct snapshot_policy {
 
 struct index_actor_state {
   std::shared_ptr<index_state> st;
+  /// Guards `st` against concurrent lookups: this actor takes the write side to mutate; its
+  /// own reads need no lock (it is the only writer).
+  rw_lock* lock = nullptr;
   std::vector<subscriber_ptr> subscribers;
   runtime_probe* probe = nullptr;
   policy_cell* policies = nullptr;
-  std::chrono::milliseconds test_delay{0};
   index::change_log changes;
   // Snapshots.
   snapshot_actor writer;
@@ -221,9 +224,9 @@ void log_snapshot(const snapshot_report& r) {
 /// What the index actor starts with (after recovery).
 struct index_actor_config {
   std::shared_ptr<index_state> st;
+  rw_lock* lock = nullptr;
   runtime_probe* probe = nullptr;
   policy_cell* policies = nullptr;
-  std::chrono::milliseconds test_delay{0};
   snapshot_actor writer;
   snapshot_policy snap;
   std::uint64_t last_applied_seq = 0;
@@ -234,9 +237,9 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
                                             index_actor_config cfg) {
   auto& init = self->state;
   init.st = std::move(cfg.st);
+  init.lock = cfg.lock;
   init.probe = cfg.probe;
   init.policies = cfg.policies;
-  init.test_delay = cfg.test_delay;
   init.writer = cfg.writer;
   init.snap = cfg.snap;
   init.last_applied_seq = cfg.last_applied_seq;
@@ -244,36 +247,47 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
-        for (auto& item : batch.items) {
-          std::string error;
-          auto rec = decode_record(item.kind, item.bytes, &error);
-          append_result result;
-          result.seq = item.seq;
-          if (!rec) {
-            spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
-          } else {
-            s.changes.clear();
-            auto out = s.st->apply(*rec, s.subscribers.empty() ? nullptr : &s.changes);
+        // Apply the whole group under the write lock (lookups read concurrently otherwise),
+        // then tell subscribers and sinks: an Ack implies the change is visible.
+        std::vector<append_result> results(batch.items.size());
+        s.changes.clear();
+        index::change_log* changes = s.subscribers.empty() ? nullptr : &s.changes;
+        bool policy_changed = false;
+        {
+          std::lock_guard<rw_lock> write(*s.lock);
+          for (std::size_t i = 0; i < batch.items.size(); ++i) {
+            const auto& item = batch.items[i];
+            results[i].seq = item.seq;
+            std::string error;
+            auto rec = decode_record(item.kind, item.bytes, &error);
+            if (!rec) {
+              spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
+              continue;
+            }
+            auto out = s.st->apply(*rec, changes);
             if (!out.ok) spdlog::error("journal record {} not applied: {}", item.seq, out.error);
-            result.reason_code = std::string(out.ingest.first_drop_reason);
+            results[i].reason_code = std::string(out.ingest.first_drop_reason);
             if (s.probe) {
               if (auto* u = std::get_if<index::cache_state_update>(&rec->payload))
                 s.probe->on_ingest(u->tenant_id, out.ingest);
               if (std::holds_alternative<sweep_record>(rec->payload)) s.probe->on_sweep(out.sweep);
             }
-            if (std::holds_alternative<policy_record>(rec->payload))
-              s.policies->publish(s.st->policies());
-            if (!s.changes.empty()) {
-              auto& subs = s.subscribers;
-              for (const auto& c : s.changes) {
-                for (auto& sub : subs) {
-                  if (sub && sub->filter().matches(c) && !sub->offer(c)) sub.reset();
-                }
-              }
-              subs.erase(std::remove(subs.begin(), subs.end(), nullptr), subs.end());
+            policy_changed |= std::holds_alternative<policy_record>(rec->payload);
+          }
+        }
+        if (policy_changed) s.policies->publish(s.st->policies());
+        if (!s.changes.empty()) {
+          auto& subs = s.subscribers;
+          for (const auto& c : s.changes) {
+            for (auto& sub : subs) {
+              if (sub && sub->filter().matches(c) && !sub->offer(c)) sub.reset();
             }
           }
-          if (item.sink) item.sink->on_applied(item.slot, result);
+          subs.erase(std::remove(subs.begin(), subs.end(), nullptr), subs.end());
+        }
+        for (std::size_t i = 0; i < batch.items.size(); ++i) {
+          auto& item = batch.items[i];
+          if (item.sink) item.sink->on_applied(item.slot, results[i]);
           s.last_applied_seq = item.seq;
         }
         // Periodic snapshot: enough records, or enough time with something new.
@@ -293,11 +307,9 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
               });
         }
       },
-      [=](lookup_atom, lookup_msg& msg) -> index::lookup_route_response {
-        if (self->state.test_delay.count() > 0) std::this_thread::sleep_for(self->state.test_delay);
-        const auto deadline = msg.deadline;
-        return self->state.st->lookup(msg.request, now_micros(),
-                                      [deadline] { return steady::now() > deadline; });
+      [=](credit_atom, credit_list& hits) {
+        std::lock_guard<rw_lock> write(*self->state.lock);
+        self->state.st->credit(hits);
       },
       [=](state_atom, const std::string& tenant, const std::string& model) {
         return self->state.st->index().get_cache_state(tenant, model);
@@ -328,6 +340,7 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         return rp;
       },
       [=](probe_atom, const probe_request& req) {
+        std::lock_guard<rw_lock> write(*self->state.lock);
         return run_probe(self->state.st->mutable_index(), req, now_micros());
       },
   };
@@ -442,6 +455,10 @@ struct runtime::impl {
   index_actor index;
   journal_actor journal;
   snapshot_actor writer;
+  /// The index state, shared with the index actor: lookups read it under `index_lock`.
+  std::shared_ptr<index_state> state;
+  rw_lock index_lock;
+  std::chrono::milliseconds test_delay{0};
   bool snapshot_on_stop = true;
   std::atomic<bool> shutting_down{false};
   bool stopped = false;
@@ -547,14 +564,16 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   auto p = std::make_unique<impl>(options.workers);
   p->log = std::move(log);
   p->snapshot_on_stop = options.snapshot_on_stop;
+  p->test_delay = test_lookup_delay();
   p->policies.publish(state->policies());
   p->writer = p->system.spawn<caf::detached>(snapshot_actor_impl, p->log.get(),
                                              std::max<std::size_t>(1, options.snapshots_kept));
   index_actor_config icfg;
   icfg.st = state;
+  p->state = state;
   icfg.probe = probe;
   icfg.policies = &p->policies;
-  icfg.test_delay = test_lookup_delay();
+  icfg.lock = &p->index_lock;
   icfg.writer = p->writer;
   icfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
   icfg.last_applied_seq = p->log->last_sequence();
@@ -577,18 +596,22 @@ void runtime::append(record_kind kind, std::string payload, std::shared_ptr<appe
 
 void runtime::lookup(index::lookup_route_request request, steady::time_point deadline,
                      std::function<void(std::optional<index::lookup_route_response>)> done) {
-  auto left = deadline - steady::now();
-  if (left <= steady::duration::zero()) {
+  // Lookups run on the caller's thread under the shared side of the index lock: no actor
+  // hop, and the deadline also bounds the wait for a writer to finish its group.
+  if (steady::now() > deadline || !impl_->index_lock.try_lock_shared_until(deadline)) {
     done(std::nullopt);
     return;
   }
-  auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(left);
-  impl_->system.spawn([idx = impl_->index, msg = lookup_msg{std::move(request), deadline},
-                       timeout, done = std::move(done)](caf::event_based_actor* self) mutable {
-    self->request(idx, timeout, lookup_atom::value, std::move(msg))
-        .then([done](index::lookup_route_response& r) { done(std::move(r)); },
-              [done](caf::error&) { done(std::nullopt); });
-  });
+  lookup_outcome out;
+  {
+    std::shared_lock<rw_lock> read(impl_->index_lock, std::adopt_lock);
+    if (impl_->test_delay.count() > 0) std::this_thread::sleep_for(impl_->test_delay);
+    out = impl_->state->decide(request, now_micros(),
+                               [deadline] { return steady::now() > deadline; });
+  }
+  // The answer is certain to be delivered now, so its LFU credit may be given.
+  if (!out.credit.empty()) caf::anon_send(impl_->index, credit_atom::value, std::move(out.credit));
+  done(std::move(out.response));
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,

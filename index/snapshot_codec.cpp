@@ -483,7 +483,7 @@ class snapshot_access {
 
     void start_parts() {
       part_keys_.assign(n_parts_, 0);
-      part_->stamp_.assign(n_names_, 0);  // scratch, reused here for duplicate replicas
+      replica_stamp_.assign(n_names_, 0);  // duplicate-replica detection
       stamp_gen_ = 0;
     }
 
@@ -564,7 +564,7 @@ class snapshot_access {
       tenant_partition& t = *part_;
       // Validate the entries: replica ids in range and distinct, known tier codes.
       if (++stamp_gen_ == 0) {
-        std::fill(t.stamp_.begin(), t.stamp_.end(), 0);
+        std::fill(replica_stamp_.begin(), replica_stamp_.end(), 0);
         stamp_gen_ = 1;
       }
       const std::uint32_t scope = t.parts_[part].scope;
@@ -573,8 +573,8 @@ class snapshot_access {
         const std::uint32_t r = v & 0xFFFFFFu;
         if (r >= n_names_) return fail("entry replica out of range");
         if (!valid_tier(static_cast<std::uint8_t>(v >> 24))) return fail("bad tier code");
-        if (t.stamp_[r] == stamp_gen_) return fail("duplicate replica in a key");
-        t.stamp_[r] = stamp_gen_;
+        if (replica_stamp_[r] == stamp_gen_) return fail("duplicate replica in a key");
+        replica_stamp_[r] = stamp_gen_;
       }
       for (std::uint32_t i = 0; i < m; ++i) {
         const std::uint32_t r = get<std::uint32_t>(rt + 4 * std::size_t{i}) & 0xFFFFFFu;
@@ -726,9 +726,8 @@ class snapshot_access {
     }
 
     bool finish_tenant() {
-      tenant_partition& t = *part_;
-      t.stamp_.clear();
-      t.stamp_.shrink_to_fit();
+      replica_stamp_.clear();
+      replica_stamp_.shrink_to_fit();
       part_ = nullptr;
       return true;
     }
@@ -775,6 +774,7 @@ class snapshot_access {
     bool dense_serving_ = true;
     std::vector<std::uint32_t> serving_acc_;
     std::uint32_t stamp_gen_ = 0;
+    std::vector<std::uint32_t> replica_stamp_;
     /// Key-table inserts waiting for their prefetched slot: (hash, key index), a ring.
     static constexpr std::size_t insert_lag = 16;
     std::pair<std::uint64_t, std::uint32_t> queue_[insert_lag];

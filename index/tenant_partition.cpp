@@ -893,6 +893,7 @@ void tenant_partition::enforce_quota(micros ts, change_log* changes, ingest_resu
 
 index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
                                              const policy::resolved_policy& pol, micros now) const {
+  lookup_scratch& tls = thread_scratch();
   index_lookup_result out;
   const std::int64_t ttl = pol.eviction_ttl.count();
   const std::chrono::nanoseconds ttl_d = pol.eviction_ttl;
@@ -927,21 +928,21 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     // The walk is bound by memory latency: resolve every block's key up front in three
     // passes (slot, record, key) so the cache misses of different blocks overlap.
     const std::size_t mask = slots_.size() - 1;
-    hash_buf_.resize(n);
-    key_buf_.assign(n, std::numeric_limits<std::uint32_t>::max());
+    tls.hash_buf.resize(n);
+    tls.key_buf.assign(n, std::numeric_limits<std::uint32_t>::max());
     for (std::size_t j = 0; j < n; ++j) {
-      hash_buf_[j] = key_hash(*part, q.chain_hashes[j]);
-      __builtin_prefetch(&slots_[hash_buf_[j] & mask]);
+      tls.hash_buf[j] = key_hash(*part, q.chain_hashes[j]);
+      __builtin_prefetch(&slots_[tls.hash_buf[j] & mask]);
     }
     for (std::size_t j = 0; j < n; ++j) {
-      const std::uint32_t sl = slots_[hash_buf_[j] & mask];
+      const std::uint32_t sl = slots_[tls.hash_buf[j] & mask];
       if (sl != 0) __builtin_prefetch(&records_[(sl & slot_index_mask) - 1]);
     }
     std::size_t resolved = 0;
     for (; resolved < n; ++resolved) {
-      auto kj = find_key_hashed(*part, q.chain_hashes[resolved], hash_buf_[resolved]);
+      auto kj = find_key_hashed(*part, q.chain_hashes[resolved], tls.hash_buf[resolved]);
       if (!kj) break;
-      key_buf_[resolved] = *kj;
+      tls.key_buf[resolved] = *kj;
       if (resolved < 4) prefetch_entries(records_[*kj]);
     }
     // fresh(t) <=> (now - t) * 1000 < ttl_ns <=> t > now - ceil(ttl_ns / 1000).
@@ -952,37 +953,37 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
         cutoff = std::numeric_limits<micros>::min();
       }
     }
-    if (stamp_.size() < names_.size()) {
-      stamp_.resize(names_.size(), 0);
-      run_slot_.resize(names_.size(), 0);
+    if (tls.stamp.size() < names_.size()) {
+      tls.stamp.resize(names_.size(), 0);
+      tls.run_slot.resize(names_.size(), 0);
     }
-    if (++generation_ == 0) {
-      std::fill(stamp_.begin(), stamp_.end(), 0);
-      generation_ = 1;
+    if (++tls.generation == 0) {
+      std::fill(tls.stamp.begin(), tls.stamp.end(), 0);
+      tls.generation = 1;
     }
-    runs_.clear();
-    run_hits_.clear();
+    tls.runs.clear();
+    tls.run_hits.clear();
     std::optional<std::uint32_t> k0;
-    if (resolved > 0) k0 = key_buf_[0];
+    if (resolved > 0) k0 = tls.key_buf[0];
     if (k0) {
       const key_record& k = records_[*k0];
       const entry_span e = entries_of(k);
       for (std::uint32_t i = 0, m = size_of(k); i < m; ++i) {
         if (e[i].last_seen <= cutoff) continue;
         const std::uint32_t r = e[i].replica();
-        stamp_[r] = generation_;
-        run_slot_[r] = static_cast<std::uint32_t>(runs_.size());
-        run_state& rs = runs_.emplace_back();
+        tls.stamp[r] = tls.generation;
+        tls.run_slot[r] = static_cast<std::uint32_t>(tls.runs.size());
+        run_state& rs = tls.runs.emplace_back();
         rs.replica = r;
         rs.matched = static_cast<std::uint32_t>(q.chain_counts[0]);
         rs.oldest = e[i].last_seen;
         rs.tier = e[i].tier();
         rs.last_block = 0;
-        if (lfu) run_hits_.emplace_back(run_slot_[r], *k0);
+        if (lfu) tls.run_hits.emplace_back(tls.run_slot[r], *k0);
       }
     }
-    std::size_t active = runs_.size();
-    const std::size_t nruns = runs_.size();
+    std::size_t active = tls.runs.size();
+    const std::size_t nruns = tls.runs.size();
     entry_span prev_e{nullptr, nullptr, nullptr, nullptr, 0};
     std::uint32_t prev_m = 0;
     if (k0) {
@@ -999,13 +1000,13 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       if (pending_from == 0) return;
       const auto alive = static_cast<std::uint32_t>(pending_from - 1);
       for (std::size_t s = 0; s < nruns; ++s) {
-        run_state& rs = runs_[s];
+        run_state& rs = tls.runs[s];
         if (rs.last_block != alive) continue;
         rs.last_block = static_cast<std::uint32_t>(pending_to);
         rs.matched += pending_add;
         if (lfu) {
           for (std::size_t b = pending_from; b <= pending_to; ++b) {
-            run_hits_.emplace_back(static_cast<std::uint32_t>(s), key_buf_[b]);
+            tls.run_hits.emplace_back(static_cast<std::uint32_t>(s), tls.key_buf[b]);
           }
         }
       }
@@ -1013,8 +1014,8 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       pending_add = 0;
     };
     for (std::size_t j = 1; j < resolved && active > 0; ++j) {
-      const std::uint32_t kidx = key_buf_[j];
-      if (j + 4 < resolved) prefetch_entries(records_[key_buf_[j + 4]]);
+      const std::uint32_t kidx = tls.key_buf[j];
+      if (j + 4 < resolved) prefetch_entries(records_[tls.key_buf[j + 4]]);
       const key_record& k = records_[kidx];
       const entry_span e = entries_of(k);
       const std::uint32_t m = size_of(k);
@@ -1044,7 +1045,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     sc.reserve(nruns);
     const std::vector<std::uint32_t>& rank = name_ranks();
     for (std::size_t s = 0; s < nruns; ++s) {
-      const run_state& rs = runs_[s];
+      const run_state& rs = tls.runs[s];
       const auto matched = static_cast<std::int32_t>(rs.matched);
       if (matched <= 0) continue;
       const float f = freshness(now, rs.oldest, ttl_d);
@@ -1080,10 +1081,10 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       if (a.score != b.score) return a.score > b.score;
       return name_of(a) < name_of(b);
     });
-    if (lfu) std::sort(run_hits_.begin(), run_hits_.end());
+    if (lfu) std::sort(tls.run_hits.begin(), tls.run_hits.end());
     out.scores.resize(sc.size());
     for (std::size_t i = 0; i < sc.size(); ++i) {
-      const run_state& rs = runs_[sc[i].run];
+      const run_state& rs = tls.runs[sc[i].run];
       replica_score& r = out.scores[i].score;
       r.replica_id = std::string(names_.name(rs.replica));
       r.score = sc[i].score;
@@ -1092,8 +1093,8 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       r.tier = wire_tier(rs.tier);
       if (lfu) {
         auto lo =
-            std::lower_bound(run_hits_.begin(), run_hits_.end(), std::make_pair(sc[i].run, 0u));
-        for (; lo != run_hits_.end() && lo->first == sc[i].run; ++lo) {
+            std::lower_bound(tls.run_hits.begin(), tls.run_hits.end(), std::make_pair(sc[i].run, 0u));
+        for (; lo != tls.run_hits.end() && lo->first == sc[i].run; ++lo) {
           out.scores[i].hits.push_back(entry_ref{slot_, lo->second, rs.replica});
         }
       }
@@ -1166,15 +1167,21 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
   return out;
 }
 
+tenant_partition::lookup_scratch& tenant_partition::thread_scratch() {
+  thread_local lookup_scratch scratch;
+  return scratch;
+}
+
 template <bool Lfu>
 std::size_t tenant_partition::walk_block(const entry_span& e, std::uint32_t m, std::uint32_t key,
                                          std::size_t block, micros cutoff,
                                          std::uint32_t add) const {
-  run_state* __restrict runs = runs_.data();
-  const std::uint32_t* __restrict stamp = stamp_.data();
-  const std::uint32_t* __restrict slot_of = run_slot_.data();
-  const std::uint32_t nruns = static_cast<std::uint32_t>(runs_.size());
-  const std::uint32_t gen = generation_;
+  lookup_scratch& tls = thread_scratch();
+  run_state* __restrict runs = tls.runs.data();
+  const std::uint32_t* __restrict stamp = tls.stamp.data();
+  const std::uint32_t* __restrict slot_of = tls.run_slot.data();
+  const std::uint32_t nruns = static_cast<std::uint32_t>(tls.runs.size());
+  const std::uint32_t gen = tls.generation;
   const auto prev = static_cast<std::uint32_t>(block - 1);
   const auto cur = static_cast<std::uint32_t>(block);
   std::size_t still = 0;
@@ -1216,7 +1223,7 @@ std::size_t tenant_partition::walk_block(const entry_span& e, std::uint32_t m, s
     const auto tier = static_cast<std::uint8_t>(en.replica_tier >> 24);
     rs.tier = tier > rs.tier ? tier : rs.tier;
     rs.last_block = cur;
-    if constexpr (Lfu) run_hits_.emplace_back(slot, key);
+    if constexpr (Lfu) tls.run_hits.emplace_back(slot, key);
     ++still;
   }
   return still;
@@ -1239,6 +1246,8 @@ void tenant_partition::prefetch_entries(const key_record& k) const {
 }
 
 const std::vector<std::uint32_t>& tenant_partition::name_ranks() const {
+  // Concurrent readers may both find the cache stale; names only change under the writer.
+  std::lock_guard<std::mutex> lock(ranks_mu_);
   if (ranks_.size() != names_.size()) {
     std::vector<std::uint32_t> order(names_.size());
     for (std::uint32_t i = 0; i < order.size(); ++i) order[i] = i;

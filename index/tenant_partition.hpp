@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -241,6 +242,19 @@ class tenant_partition {
     std::uint8_t tier;
     std::uint32_t last_block;
   };
+  /// Chain-walk scratch, one per thread (shared by every partition a thread looks up), so
+  /// const lookups may run concurrently. `generation` is unique per lookup on a thread, so
+  /// stamps left by another partition's lookup never match.
+  struct lookup_scratch {
+    std::vector<std::uint32_t> stamp;
+    std::vector<std::uint32_t> run_slot;
+    std::uint32_t generation = 0;
+    std::vector<run_state> runs;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> run_hits;
+    std::vector<std::uint64_t> hash_buf;
+    std::vector<std::uint32_t> key_buf;
+  };
+  static lookup_scratch& thread_scratch();
 
   // names, parts, scopes
   std::uint32_t part_of(std::string_view model, std::string_view scheme, std::string_view adapter);
@@ -343,14 +357,8 @@ class tenant_partition {
   std::size_t quota_refs_ = 0;
   bool removing_key_ = false;
 
-  // chain-walk scratch (single-threaded; reused across lookups)
-  mutable std::vector<std::uint32_t> stamp_;
-  mutable std::vector<std::uint32_t> run_slot_;
-  mutable std::uint32_t generation_ = 0;
-  mutable std::vector<run_state> runs_;
-  mutable std::vector<std::pair<std::uint32_t, std::uint32_t>> run_hits_;
-  mutable std::vector<std::uint64_t> hash_buf_;
-  mutable std::vector<std::uint32_t> key_buf_;
+  // Replica-name ranks, computed lazily by readers (guarded: lookups may run concurrently).
+  mutable std::mutex ranks_mu_;
   mutable std::vector<std::uint32_t> ranks_;
 };
 
