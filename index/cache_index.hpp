@@ -3,9 +3,9 @@
 //
 // `cache_index` owns one `tenant_partition` per tenant plus a `global_facts` record (total
 // entries, reserved entries, total keys: the global cap and the cold-start carve-out read
-// these). It is plain single-threaded C++: the owner serialises every call, const ones
-// included (lookups reuse per-partition scratch buffers), e.g. one actor, and
-// no method reads a clock — time is always an argument, so feeding the same timestamped
+// these). It is plain C++ with one writer: mutations must be serialised (e.g. one actor),
+// and const calls may run concurrently with each other but never with a mutation (lookups
+// use thread-local scratch; see concurrent_lookup_test.cpp). No method reads a clock — time is always an argument, so feeding the same timestamped
 // inputs to two indexes gives the same state (deterministic replay).
 //
 //   ic::index::cache_index idx;                      // cap 1,000,000, TTL 30 min
