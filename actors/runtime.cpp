@@ -247,33 +247,35 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
-        // Apply the whole group under the write lock (lookups read concurrently otherwise),
-        // then tell subscribers and sinks: an Ack implies the change is visible.
+        // Apply each record under the write lock (taken per record, so a lookup waits for at
+        // most one record, not the whole group), then tell subscribers and sinks: an Ack
+        // implies the change is visible.
         std::vector<append_result> results(batch.items.size());
         s.changes.clear();
         index::change_log* changes = s.subscribers.empty() ? nullptr : &s.changes;
         bool policy_changed = false;
-        {
-          std::lock_guard<rw_lock> write(*s.lock);
-          for (std::size_t i = 0; i < batch.items.size(); ++i) {
-            const auto& item = batch.items[i];
-            results[i].seq = item.seq;
-            std::string error;
-            auto rec = decode_record(item.kind, item.bytes, &error);
-            if (!rec) {
-              spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
-              continue;
-            }
-            auto out = s.st->apply(*rec, changes);
-            if (!out.ok) spdlog::error("journal record {} not applied: {}", item.seq, out.error);
-            results[i].reason_code = std::string(out.ingest.first_drop_reason);
-            if (s.probe) {
-              if (auto* u = std::get_if<index::cache_state_update>(&rec->payload))
-                s.probe->on_ingest(u->tenant_id, out.ingest);
-              if (std::holds_alternative<sweep_record>(rec->payload)) s.probe->on_sweep(out.sweep);
-            }
-            policy_changed |= std::holds_alternative<policy_record>(rec->payload);
+        for (std::size_t i = 0; i < batch.items.size(); ++i) {
+          const auto& item = batch.items[i];
+          results[i].seq = item.seq;
+          std::string error;
+          auto rec = decode_record(item.kind, item.bytes, &error);
+          if (!rec) {
+            spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
+            continue;
           }
+          apply_outcome out;
+          {
+            std::lock_guard<rw_lock> write(*s.lock);
+            out = s.st->apply(*rec, changes);
+          }
+          if (!out.ok) spdlog::error("journal record {} not applied: {}", item.seq, out.error);
+          results[i].reason_code = std::string(out.ingest.first_drop_reason);
+          if (s.probe) {
+            if (auto* u = std::get_if<index::cache_state_update>(&rec->payload))
+              s.probe->on_ingest(u->tenant_id, out.ingest);
+            if (std::holds_alternative<sweep_record>(rec->payload)) s.probe->on_sweep(out.sweep);
+          }
+          policy_changed |= std::holds_alternative<policy_record>(rec->payload);
         }
         if (policy_changed) s.policies->publish(s.st->policies());
         if (!s.changes.empty()) {
