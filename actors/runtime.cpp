@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/index_state.hpp"
+#include "actors/protocol.hpp"
 #include "actors/rw_lock.hpp"
 #include "actors/snapshot_io.hpp"
 #include "actors/test_hooks.hpp"
@@ -19,111 +20,6 @@ namespace ic::actors {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-// ---- the actors' protocol ------------------------------------------------------------------
-// Atoms are at most 10 characters (CAF 0.17).
-using append_atom = caf::atom_constant<caf::atom("append")>;
-using flush_atom = caf::atom_constant<caf::atom("flush")>;
-using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
-using apply_atom = caf::atom_constant<caf::atom("apply")>;
-using credit_atom = caf::atom_constant<caf::atom("credit")>;
-using state_atom = caf::atom_constant<caf::atom("state")>;
-using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
-using policy_atom = caf::atom_constant<caf::atom("policy")>;
-using entries_atom = caf::atom_constant<caf::atom("entries")>;
-using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
-using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
-using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
-using probe_atom = caf::atom_constant<caf::atom("probe")>;
-
-/// One input to journal (journal actor <- runtime::append).
-struct append_msg {
-  record_kind kind = record_kind::update;
-  std::string payload;
-  std::shared_ptr<append_sink> sink;
-  std::size_t slot = 0;
-};
-
-/// One journaled record on its way to the index (journal actor -> index actor).
-struct committed {
-  std::uint64_t seq = 0;
-  std::uint32_t kind = 0;
-  std::string bytes;
-  std::shared_ptr<append_sink> sink;
-  std::size_t slot = 0;
-};
-
-/// One group commit's records, in journal order.
-struct committed_batch {
-  std::vector<committed> items;
-};
-
-/// LFU credit of delivered lookups.
-using credit_list = std::vector<index::scored_replica>;
-
-using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
-
-/// A serialised snapshot on its way to the snapshot writer.
-struct snapshot_job {
-  std::uint64_t covering_seq = 0;
-  std::vector<std::string> chunks;
-  double serialise_seconds = 0;
-};
-using subscriber_ptr = std::shared_ptr<event_subscriber>;
-
-}  // namespace
-}  // namespace ic::actors
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::credit_list)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::snapshot_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::entries_list)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_outcome)
-
-namespace ic::actors {
-namespace {
-
-/// The index actor: sole owner of `index_state` once the runtime started.
-///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
-///   credit(hits)            gives the LFU credit of delivered lookups (which read the index
-///                           directly, under the shared side of the index lock)
-///   state(tenant, model)    -> cache_state_view
-///   snapshot()              -> snapshot_view
-///   policy()                -> canonical JSON of the current policy set
-///   entries()               -> distinct keys per model
-///   subscribe(subscriber)   registers an observer
-///   snapnow()               takes a snapshot now -> snapshot_report once it is written
-///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
-using index_actor = caf::typed_actor<
-    caf::reacts_to<apply_atom, committed_batch>,
-    caf::reacts_to<credit_atom, credit_list>,
-    caf::replies_to<state_atom, std::string, std::string>::with<index::cache_state_view>,
-    caf::replies_to<snap_atom>::with<index::snapshot_view>,
-    caf::replies_to<policy_atom>::with<std::string>,
-    caf::replies_to<entries_atom>::with<entries_list>,
-    caf::reacts_to<sub_atom, subscriber_ptr>,
-    caf::replies_to<snapnow_atom>::with<snapshot_report>,
-    caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;
-
-/// The journal actor: the single writer.
-///   append(msg)  queues an input; a self-sent flush writes everything queued as one group
-///   flush()      appends the queue to the journal, hands the batch to the index actor
-///   sweep()      queues a TTL sweep record and re-arms the timer
-using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
-                                       caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>>;
-
-/// The snapshot writer (detached: RocksDB writes block): stores a serialised snapshot, keeps
-/// the newest `keep` snapshots, and truncates the journal through the snapshot's sequence.
-///   snapwrite(job) -> snapshot_report
-using snapshot_actor =
-    caf::typed_actor<caf::replies_to<snapwrite_atom, snapshot_job>::with<snapshot_report>>;
 
 snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
                                                   std::size_t keep) {
