@@ -23,6 +23,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/chunk_pipe.hpp"
 #include "actors/messages.hpp"
 #include "actors/probe.hpp"
 #include "actors/record_codec.hpp"
@@ -74,11 +75,11 @@ using credit_list = std::vector<index::scored_replica>;
 
 using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
 
-/// A serialised snapshot on its way to the snapshot writer.
+/// A snapshot being streamed to the snapshot writer: the index actor pushes its chunks into
+/// `pipe` while the writer stores them.
 struct snapshot_job {
   std::uint64_t covering_seq = 0;
-  std::vector<std::string> chunks;
-  double serialise_seconds = 0;
+  std::shared_ptr<chunk_pipe> pipe;
 };
 using subscriber_ptr = std::shared_ptr<event_subscriber>;
 

@@ -33,20 +33,25 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
           r.error = st.to_string();
           return r;
         };
+        auto fail_and_stop = [&](const journal::status& st) {
+          job.pipe->abort();
+          return fail(st);
+        };
         auto writer = log->begin_snapshot(job.covering_seq);
-        if (!writer.ok()) return fail(writer.status());
-        for (auto& c : job.chunks) {
-          r.bytes += c.size();
-          if (auto st = writer->add_chunk(c); !st.ok()) return fail(st);
-          std::string().swap(c);
+        if (!writer.ok()) return fail_and_stop(writer.status());
+        std::string chunk;
+        while (job.pipe->pop(chunk)) {
+          r.bytes += chunk.size();
+          if (auto st = writer->add_chunk(chunk); !st.ok()) return fail_and_stop(st);
         }
+        if (!job.pipe->complete())
+          return fail(journal::status(journal::errc::internal, "snapshot serialisation aborted"));
         auto info = writer->finish();
         if (!info.ok()) return fail(info.status());
         if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
         if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
         r.ok = true;
-        r.seconds = job.serialise_seconds +
-                    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         return r;
       },
   };
@@ -95,20 +100,6 @@ struct index_actor_state {
   bool snapshot_running = false;
 };
 
-/// Serialises the index actor's state into a snapshot job covering everything applied so far.
-/// Runs on the index actor: lookups wait while it runs (about a second per 10 M entries).
-snapshot_job serialise_snapshot(index_actor_state& s) {
-  const auto t0 = steady::now();
-  snapshot_job job;
-  job.covering_seq = s.last_applied_seq;
-  write_state_snapshot(*s.st, [&](std::string_view c) {
-    job.chunks.emplace_back(c);
-    return true;
-  });
-  job.serialise_seconds = std::chrono::duration<double>(steady::now() - t0).count();
-  return job;
-}
-
 void log_snapshot(const snapshot_report& r) {
   if (r.ok)
     spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; journal truncated", r.covering_seq,
@@ -116,6 +107,32 @@ void log_snapshot(const snapshot_report& r) {
   else
     spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
 }
+
+/// Chunks buffered between the serialiser and the snapshot writer (1 MiB each).
+constexpr std::size_t kSnapshotPipeChunks = 8;
+
+/// Starts a snapshot covering everything applied so far: asks the writer to store it, then
+/// serialises into the pipe on the index actor's thread. Ingest waits meanwhile (the pipe
+/// drains at journal speed, ~1 s per 10 M entries); lookups do not, as they read under the
+/// shared lock and serialising only reads. Calls `done` with the writer's report.
+template <class Self, class Done>
+void take_snapshot(Self* self, Done done) {
+  auto& s = self->state;
+  s.snapshot_running = true;
+  s.last_snapshot_at = steady::now();
+  snapshot_job job{s.last_applied_seq, std::make_shared<chunk_pipe>(kSnapshotPipeChunks)};
+  auto pipe = job.pipe;
+  self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(job))
+      .then([=](snapshot_report& r) mutable {
+        self->state.snapshot_running = false;
+        if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
+        log_snapshot(r);
+        done(r);
+      });
+  write_state_snapshot(*s.st, [&](std::string_view c) { return pipe->push(std::string(c)); });
+  pipe->close();
+}
+
 
 /// What the index actor starts with (after recovery).
 struct index_actor_config {
@@ -194,16 +211,7 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
             fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
                           (s.snap.interval.count() > 0 &&
                            steady::now() - s.last_snapshot_at >= s.snap.interval));
-        if (due && !s.snapshot_running && s.writer) {
-          s.snapshot_running = true;
-          s.last_snapshot_at = steady::now();
-          self->request(s.writer, caf::infinite, snapwrite_atom::value, serialise_snapshot(s))
-              .then([=](snapshot_report& r) {
-                self->state.snapshot_running = false;
-                if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
-                log_snapshot(r);
-              });
-        }
+        if (due && !s.snapshot_running && s.writer) take_snapshot(self, [](const snapshot_report&) {});
       },
       [=](credit_atom, credit_list& hits) {
         std::lock_guard<rw_lock> write(*self->state.lock);
@@ -225,16 +233,8 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
           r.covering_seq = s.last_snapshot_seq;
           return r;
         }
-        s.snapshot_running = true;
-        s.last_snapshot_at = steady::now();
         auto rp = self->make_response_promise<snapshot_report>();
-        self->request(s.writer, caf::infinite, snapwrite_atom::value, serialise_snapshot(s))
-            .then([=](snapshot_report& r) mutable {
-              self->state.snapshot_running = false;
-              if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
-              log_snapshot(r);
-              rp.deliver(r);
-            });
+        take_snapshot(self, [rp](const snapshot_report& r) mutable { rp.deliver(r); });
         return rp;
       },
       [=](probe_atom, const probe_request& req) {
