@@ -63,6 +63,13 @@ class event_subscriber {
   /// Returns false once the subscriber is gone (it is then dropped).
   virtual bool offer(const index::cache_change& change) = 0;
 
+  /// False once the subscriber ended (client gone, stream closed): it is dropped even when
+  /// no matching change arrives. Called on the index actor's thread.
+  virtual bool alive() const { return true; }
+
+  /// True when it ended because it fell behind its buffer (counted in the metrics).
+  virtual bool overflowed() const { return false; }
+
   const event_filter& filter() const { return filter_; }
 
  private:

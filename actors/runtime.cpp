@@ -57,6 +57,26 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
   };
 }
 
+/// Installs the fail-fast policy of the runtime's stateful actors: an exception escaping a
+/// handler would silently kill the actor (later inputs would be journaled but never applied,
+/// and reactors waiting for them would hang), so log it and abort; the next start recovers
+/// everything acknowledged from the journal.
+template <class Self>
+void fail_fast_on_exceptions(Self* self, const char* name) {
+  self->set_exception_handler([name](caf::scheduled_actor*, std::exception_ptr& eptr) -> caf::error {
+    std::string what = "unknown exception";
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::critical("{} actor failed: {}; aborting (restart recovers from the journal)", name, what);
+    spdlog::default_logger_raw()->flush();
+    std::abort();
+  });
+}
+
 index::micros now_micros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -97,6 +117,7 @@ struct index_actor_state {
   std::uint64_t last_applied_seq = 0;
   std::uint64_t last_snapshot_seq = 0;
   steady::time_point last_snapshot_at = steady::now();
+  steady::time_point snapshot_backoff_until{};
   bool snapshot_running = false;
 };
 
@@ -106,6 +127,20 @@ void log_snapshot(const snapshot_report& r) {
                  r.bytes, r.seconds);
   else
     spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
+}
+
+/// Forgets one subscriber (counting it when it fell behind its buffer).
+void drop_subscriber(index_actor_state& s, subscriber_ptr& sub) {
+  if (sub && sub->overflowed() && s.probe) s.probe->on_subscriber_dropped();
+  sub.reset();
+}
+
+/// Drops every subscriber that ended, also those whose filter never matches again.
+void prune_subscribers(index_actor_state& s) {
+  for (auto& sub : s.subscribers)
+    if (sub && !sub->alive()) drop_subscriber(s, sub);
+  s.subscribers.erase(std::remove(s.subscribers.begin(), s.subscribers.end(), nullptr),
+                      s.subscribers.end());
 }
 
 /// Chunks buffered between the serialiser and the snapshot writer (1 MiB each).
@@ -122,12 +157,26 @@ void take_snapshot(Self* self, Done done) {
   s.last_snapshot_at = steady::now();
   snapshot_job job{s.last_applied_seq, std::make_shared<chunk_pipe>(kSnapshotPipeChunks)};
   auto pipe = job.pipe;
+  auto finished = [=](snapshot_report& r) mutable {
+    self->state.snapshot_running = false;
+    if (r.ok) {
+      self->state.last_snapshot_seq = r.covering_seq;
+    } else {
+      // Do not retry on every batch: wait an interval (at least a minute) first.
+      self->state.snapshot_backoff_until =
+          steady::now() + std::max<steady::duration>(
+                              std::chrono::minutes(1),
+                              std::chrono::duration_cast<steady::duration>(self->state.snap.interval));
+    }
+    log_snapshot(r);
+    done(r);
+  };
   self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(job))
-      .then([=](snapshot_report& r) mutable {
-        self->state.snapshot_running = false;
-        if (r.ok) self->state.last_snapshot_seq = r.covering_seq;
-        log_snapshot(r);
-        done(r);
+      .then(finished, [=](caf::error& err) mutable {
+        snapshot_report r;
+        r.covering_seq = self->state.last_applied_seq;
+        r.error = "snapshot writer: " + caf::to_string(err);
+        finished(r);
       });
   write_state_snapshot(*s.st, [&](std::string_view c) { return pipe->push(std::string(c)); });
   pipe->close();
@@ -148,6 +197,7 @@ struct index_actor_config {
 
 index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_actor_state> self,
                                             index_actor_config cfg) {
+  fail_fast_on_exceptions(self, "index");
   auto& init = self->state;
   init.st = std::move(cfg.st);
   init.lock = cfg.lock;
@@ -165,6 +215,7 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         // implies the change is visible.
         std::vector<append_result> results(batch.items.size());
         s.changes.clear();
+        prune_subscribers(s);  // ended subscribers must not keep change logging on
         index::change_log* changes = s.subscribers.empty() ? nullptr : &s.changes;
         bool policy_changed = false;
         for (std::size_t i = 0; i < batch.items.size(); ++i) {
@@ -192,13 +243,14 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         }
         if (policy_changed) s.policies->publish(s.st->policies());
         if (!s.changes.empty()) {
-          auto& subs = s.subscribers;
           for (const auto& c : s.changes) {
-            for (auto& sub : subs) {
-              if (sub && sub->filter().matches(c) && !sub->offer(c)) sub.reset();
+            for (auto& sub : s.subscribers) {
+              if (sub && sub->filter().matches(c) && !sub->offer(c)) drop_subscriber(s, sub);
             }
           }
-          subs.erase(std::remove(subs.begin(), subs.end(), nullptr), subs.end());
+          prune_subscribers(s);
+          // A big sweep can leave a huge change log; do not keep its capacity.
+          if (s.changes.capacity() > (std::size_t{1} << 16)) index::change_log().swap(s.changes);
         }
         for (std::size_t i = 0; i < batch.items.size(); ++i) {
           auto& item = batch.items[i];
@@ -211,7 +263,8 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
             fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
                           (s.snap.interval.count() > 0 &&
                            steady::now() - s.last_snapshot_at >= s.snap.interval));
-        if (due && !s.snapshot_running && s.writer) take_snapshot(self, [](const snapshot_report&) {});
+        if (due && !s.snapshot_running && s.writer && steady::now() >= s.snapshot_backoff_until)
+          take_snapshot(self, [](const snapshot_report&) {});
       },
       [=](credit_atom, credit_list& hits) {
         std::lock_guard<rw_lock> write(*self->state.lock);
@@ -223,7 +276,10 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
       [=](snap_atom) { return self->state.st->index().snapshot(); },
       [=](policy_atom) { return self->state.st->policies().to_json(); },
       [=](entries_atom) { return self->state.st->index().entries_by_model(); },
-      [=](sub_atom, subscriber_ptr& sub) { self->state.subscribers.push_back(std::move(sub)); },
+      [=](sub_atom, subscriber_ptr& sub) {
+        prune_subscribers(self->state);
+        self->state.subscribers.push_back(std::move(sub));
+      },
       [=](snapnow_atom) -> caf::result<snapshot_report> {
         auto& s = self->state;
         if (!s.writer || s.snapshot_running || s.last_applied_seq == s.last_snapshot_seq) {
@@ -260,6 +316,7 @@ constexpr std::size_t max_group_records = 4096;
 journal_actor::behavior_type journal_actor_impl(
     journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log, index_actor index,
     runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
+  fail_fast_on_exceptions(self, "journal");
   self->state.log = log;
   self->state.index = index;
   self->state.probe = probe;

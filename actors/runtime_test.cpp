@@ -142,6 +142,29 @@ TEST_F(RuntimeTest, SubscribersSeeAddedEntriesInOrder) {
   EXPECT_TRUE(other->snapshot().empty());
 }
 
+class ending_subscriber final : public event_subscriber {
+ public:
+  using event_subscriber::event_subscriber;
+  bool offer(const index::cache_change&) override { return true; }
+  bool alive() const override { return !ended.load(); }
+  std::atomic<bool> ended{false};
+};
+
+TEST_F(RuntimeTest, EndedSubscribersAreDroppedEvenWhenNothingMatchesThem) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto sub = std::make_shared<ending_subscriber>(event_filter{"quiet-tenant", "", {}});
+  std::weak_ptr<ending_subscriber> weak = sub;
+  rt->subscribe(sub);
+  sub->ended = true;
+  sub.reset();
+  // Changes for another tenant never reach its filter; the runtime drops it anyway.
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"b"}), 5s));
+  EXPECT_TRUE(weak.expired());
+}
+
 TEST_F(RuntimeTest, ShuttingDownRefusesAppends) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);

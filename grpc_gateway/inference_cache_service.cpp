@@ -41,10 +41,13 @@ class stream_registry {
     std::vector<std::string> names;
   };
 
-  void add(std::weak_ptr<closable> c) {
+  /// Registers a stream; false (not registered) once `close_all` ran.
+  bool add(std::weak_ptr<closable> c) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return false;
     prune();
     all_.push_back(std::move(c));
+    return true;
   }
   void add_metrics(metrics_stream s) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -68,11 +71,6 @@ class stream_registry {
     }
     for (auto& c : live) c->close(st);
   }
-  bool closed() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return closed_;
-  }
-
  private:
   void prune() {
     all_.erase(std::remove_if(all_.begin(), all_.end(),
@@ -96,11 +94,10 @@ std::pair<std::shared_ptr<stream_channel<T>>, channel_reactor<T>*> open_stream(
     stream_registry& registry, std::size_t buffer) {
   auto channel = std::make_shared<stream_channel<T>>(buffer);
   auto* reactor = new channel_reactor<T>(channel);
-  if (registry.closed()) {
+  if (!registry.add(channel)) {  // checked and registered under one lock
     channel->close(kShuttingDown);
     return {nullptr, reactor};
   }
-  registry.add(channel);
   return {channel, reactor};
 }
 
@@ -114,6 +111,8 @@ class events_subscriber final : public actors::event_subscriber {
     proto::to_proto(change, &e);
     return channel_->push(std::move(e));
   }
+  bool alive() const override { return !channel_->ended(); }
+  bool overflowed() const override { return channel_->overflowed(); }
 
  private:
   std::shared_ptr<stream_channel<v1::CacheEvent>> channel_;
@@ -198,6 +197,16 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
     StartRead(&msg_);
   }
 
+  /// A cancelled stream is finished at once: the Ack is not owed any more, and an append
+  /// that never completes must not keep the RPC (and server shutdown) waiting.
+  void OnCancel() override {
+    std::unique_lock<std::mutex> lock(sink_->mu);
+    if (sink_->finished || sink_->reactor == nullptr) return;
+    sink_->finished = true;
+    lock.unlock();
+    Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
+  }
+
   void OnDone() override {
     {
       std::lock_guard<std::mutex> lock(sink_->mu);
@@ -219,7 +228,7 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
       } else if (r.accepted && !r.reason_code.empty()) {
         note_drop(slot, r.reason_code);
       }
-      if (paused && reactor && outstanding < reactor->max_inflight_ && !half_closed) {
+      if (paused && reactor && !finished && outstanding < reactor->max_inflight_ && !half_closed) {
         paused = false;
         auto* rr = reactor;
         lock.unlock();
@@ -280,19 +289,57 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
   std::shared_ptr<sink> sink_;
 };
 
-/// Finishes a unary PublishEvent with the Ack of its one record.
-class event_sink final : public actors::append_sink {
+/// The reactor of one PublishEvent: finished by the Ack of its record, or at once when the
+/// client cancels (so an append that never completes cannot hold the RPC).
+class publish_reactor final : public grpc::ServerUnaryReactor {
  public:
-  event_sink(grpc::ServerUnaryReactor* reactor, v1::Ack* ack) : reactor_(reactor), ack_(ack) {}
-  void on_applied(std::size_t, const actors::append_result& r) override {
-    ack_->set_accepted(r.accepted);
-    ack_->set_reason_code(r.reason_code);
-    reactor_->Finish(grpc::Status::OK);
+  explicit publish_reactor(v1::Ack* ack) : state_(std::make_shared<shared>(this, ack)) {}
+
+  /// The sink to hand to the runtime.
+  std::shared_ptr<actors::append_sink> sink() { return state_; }
+
+  /// Answers at once (reserved tenant, recovering) with `ack` or a status.
+  void finish_now(const grpc::Status& st, bool accepted = true, const std::string& reason = "") {
+    state_->complete(st, accepted, reason);
+  }
+
+  void OnCancel() override {
+    state_->complete(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled"), false, "");
+  }
+
+  void OnDone() override {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->reactor = nullptr;
+    }
+    delete this;
   }
 
  private:
-  grpc::ServerUnaryReactor* reactor_;
-  v1::Ack* ack_;
+  struct shared final : actors::append_sink {
+    shared(publish_reactor* r, v1::Ack* a) : reactor(r), ack(a) {}
+    void on_applied(std::size_t, const actors::append_result& r) override {
+      complete(grpc::Status::OK, r.accepted, r.reason_code);
+    }
+    /// Finishes exactly once.
+    void complete(const grpc::Status& st, bool accepted, const std::string& reason) {
+      std::unique_lock<std::mutex> lock(mu);
+      if (finished || reactor == nullptr) return;
+      finished = true;
+      if (st.ok()) {
+        ack->set_accepted(accepted);
+        ack->set_reason_code(reason);
+      }
+      auto* r = reactor;
+      lock.unlock();
+      r->Finish(st);
+    }
+    std::mutex mu;
+    publish_reactor* reactor;
+    v1::Ack* ack;
+    bool finished = false;
+  };
+  std::shared_ptr<shared> state_;
 };
 
 }  // namespace
@@ -430,24 +477,21 @@ grpc::ServerReadReactor<v1::CacheStateUpdate>* inference_cache_service::ReportCa
   return new report_reactor(ctx, ack, runtime_.load(), probe_, options_.max_inflight_per_stream);
 }
 
-grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackServerContext* ctx,
+grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackServerContext*,
                                                                 const v1::CacheEvent* event,
                                                                 v1::Ack* ack) {
-  auto* reactor = ctx->DefaultReactor();
+  auto* reactor = new publish_reactor(ack);
   if (is_reserved(event->tenant_id())) {
     if (probe_) probe_->on_dropped(std::string(index::drop_reason::reserved_tenant), 1);
-    ack->set_accepted(true);
-    ack->set_reason_code(std::string(index::drop_reason::reserved_tenant));
-    reactor->Finish(grpc::Status::OK);
+    reactor->finish_now(grpc::Status::OK, true, std::string(index::drop_reason::reserved_tenant));
     return reactor;
   }
   actors::runtime* rt = runtime_.load();
   if (rt == nullptr) {
-    reactor->Finish(kRecovering);
+    reactor->finish_now(kRecovering);
     return reactor;
   }
-  rt->append(actors::record_kind::event, event->SerializeAsString(),
-                  std::make_shared<event_sink>(reactor, ack), 0);
+  rt->append(actors::record_kind::event, event->SerializeAsString(), reactor->sink(), 0);
   return reactor;
 }
 

@@ -40,6 +40,7 @@ class stream_channel final : public closable {
     std::unique_lock<std::mutex> lock(mu_);
     if (ending_ || reactor_ == nullptr) return false;
     if (queue_.size() >= capacity_) {
+      overflowed_ = true;
       begin_end(lock, grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
                                    "subscriber fell behind its buffer; resubscribe"));
       return false;
@@ -59,6 +60,18 @@ class stream_channel final : public closable {
     std::unique_lock<std::mutex> lock(mu_);
     if (ending_ || reactor_ == nullptr) return;
     begin_end(lock, status);
+  }
+
+  /// True once the stream is ending or over (nothing more will be written).
+  bool ended() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ending_ || reactor_ == nullptr;
+  }
+
+  /// True when the stream ended because the buffer overflowed.
+  bool overflowed() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return overflowed_;
   }
 
   /// Reactor callback: the last write finished.
@@ -108,8 +121,9 @@ class stream_channel final : public closable {
     r->Finish(st);
   }
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   grpc::ServerWriteReactor<T>* reactor_ = nullptr;
+  bool overflowed_ = false;
   std::deque<T> queue_;
   std::size_t capacity_;
   bool writing_ = false;
