@@ -4,7 +4,11 @@
 //
 //   journal actor  <- runtime::append            append(append_msg)
 //   journal actor  -> index actor                apply(committed_batch)
-//   gateway thread -> index actor                credit(credit_list)
+//   gateway thread -> index actor                credit(credit_list), subscribe(subscriber)
+//   HTTP thread    -> index actor (request)      snapnow() / probe(request)
+//
+// Reads (lookups, GetCacheState, /snapshot, /metrics) do not go through actors: they take
+// the shared side of the index lock (actors/rw_lock.hpp) on the caller's thread.
 //   index actor    -> snapshot writer (request)  snapwrite(snapshot_job) -> snapshot_report
 //
 // Messages are local only (never serialised), so types are allowed with
@@ -39,10 +43,6 @@ using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
-using state_atom = caf::atom_constant<caf::atom("state")>;
-using snap_atom = caf::atom_constant<caf::atom("snapshot")>;
-using policy_atom = caf::atom_constant<caf::atom("policy")>;
-using entries_atom = caf::atom_constant<caf::atom("entries")>;
 using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
 using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
 using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
@@ -73,8 +73,6 @@ struct committed_batch {
 /// LFU credit of delivered lookups.
 using credit_list = std::vector<index::scored_replica>;
 
-using entries_list = std::vector<std::pair<std::string, std::int64_t>>;
-
 /// A snapshot being streamed to the snapshot writer: the index actor pushes its chunks into
 /// `pipe` while the writer stores them.
 struct snapshot_job {
@@ -89,10 +87,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::credit_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::lookup_route_response)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::cache_state_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::index::snapshot_view)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::entries_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_request)
@@ -104,20 +98,12 @@ namespace ic::actors {
 ///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
 ///   credit(hits)            gives the LFU credit of delivered lookups (which read the index
 ///                           directly, under the shared side of the index lock)
-///   state(tenant, model)    -> cache_state_view
-///   snapshot()              -> snapshot_view
-///   policy()                -> canonical JSON of the current policy set
-///   entries()               -> distinct keys per model
 ///   subscribe(subscriber)   registers an observer
 ///   snapnow()               takes a snapshot now -> snapshot_report once it is written
 ///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
 using index_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, committed_batch>,
     caf::reacts_to<credit_atom, credit_list>,
-    caf::replies_to<state_atom, std::string, std::string>::with<index::cache_state_view>,
-    caf::replies_to<snap_atom>::with<index::snapshot_view>,
-    caf::replies_to<policy_atom>::with<std::string>,
-    caf::replies_to<entries_atom>::with<entries_list>,
     caf::reacts_to<sub_atom, subscriber_ptr>,
     caf::replies_to<snapnow_atom>::with<snapshot_report>,
     caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;

@@ -270,12 +270,6 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         std::lock_guard<rw_lock> write(*self->state.lock);
         self->state.st->credit(hits);
       },
-      [=](state_atom, const std::string& tenant, const std::string& model) {
-        return self->state.st->index().get_cache_state(tenant, model);
-      },
-      [=](snap_atom) { return self->state.st->index().snapshot(); },
-      [=](policy_atom) { return self->state.st->policies().to_json(); },
-      [=](entries_atom) { return self->state.st->index().entries_by_model(); },
       [=](sub_atom, subscriber_ptr& sub) {
         prune_subscribers(self->state);
         self->state.subscribers.push_back(std::move(sub));
@@ -574,18 +568,17 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
                           std::function<void(std::optional<index::cache_state_view>)> done) {
-  auto left = deadline - steady::now();
-  if (left <= steady::duration::zero()) {
+  // Read on the caller's thread, like lookups (bounded by the deadline).
+  if (steady::now() > deadline || !impl_->index_lock.try_lock_shared_until(deadline)) {
     done(std::nullopt);
     return;
   }
-  auto timeout = std::chrono::duration_cast<std::chrono::microseconds>(left);
-  impl_->system.spawn([idx = impl_->index, tenant = std::move(tenant), model = std::move(model),
-                       timeout, done = std::move(done)](caf::event_based_actor* self) mutable {
-    self->request(idx, timeout, state_atom::value, tenant, model)
-        .then([done](index::cache_state_view& v) { done(std::move(v)); },
-              [done](caf::error&) { done(std::nullopt); });
-  });
+  std::optional<index::cache_state_view> view;
+  {
+    std::shared_lock<rw_lock> read(impl_->index_lock, std::adopt_lock);
+    view = impl_->state->index().get_cache_state(tenant, model);
+  }
+  done(std::move(view));
 }
 
 void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {
@@ -610,17 +603,34 @@ std::optional<T> ask_blocking(caf::actor_system& sys, const index_actor& idx,
 
 }  // namespace
 
+namespace {
+
+/// Runs `read` on the index state under the shared side of the index lock, waiting at most
+/// `timeout` for a writer; nullopt when the lock was not had in time.
+template <class F>
+auto read_state(rw_lock& lock, const index_state& state, std::chrono::milliseconds timeout, F read)
+    -> std::optional<decltype(read(state))> {
+  if (!lock.try_lock_shared_until(steady::now() + timeout)) return std::nullopt;
+  std::shared_lock<rw_lock> guard(lock, std::adopt_lock);
+  return read(state);
+}
+
+}  // namespace
+
 std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::milliseconds timeout) {
-  return ask_blocking<index::snapshot_view>(impl_->system, impl_->index, timeout, snap_atom::value);
+  return read_state(impl_->index_lock, *impl_->state, timeout,
+                    [](const index_state& st) { return st.index().snapshot(); });
 }
 
 std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds timeout) {
-  return ask_blocking<std::string>(impl_->system, impl_->index, timeout, policy_atom::value);
+  return read_state(impl_->index_lock, *impl_->state, timeout,
+                    [](const index_state& st) { return st.policies().to_json(); });
 }
 
 std::optional<std::vector<std::pair<std::string, std::int64_t>>>
 runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
-  return ask_blocking<entries_list>(impl_->system, impl_->index, timeout, entries_atom::value);
+  return read_state(impl_->index_lock, *impl_->state, timeout,
+                    [](const index_state& st) { return st.index().entries_by_model(); });
 }
 
 std::optional<probe_outcome> runtime::probe_blocking(const probe_request& request,
