@@ -173,17 +173,23 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
     }
     const bool reserved = is_reserved(msg_.tenant_id());
     std::size_t slot;
+    bool refused = false;
     {
       std::lock_guard<std::mutex> lock(sink_->mu);
       slot = sink_->next_slot++;
-      if (reserved) {
+      // Once the journal refused one message, the rest of the stream is refused too, so the
+      // stream never ends with a gap (an applied message after a refused one).
+      refused = !sink_->refused_reason.empty();
+      if (!refused && reserved) {
         // Never journaled: the index would skip it anyway (spec/lookup.md §2.8).
         sink_->note_drop(slot, std::string(index::drop_reason::reserved_tenant));
-      } else {
+      } else if (!refused) {
         ++sink_->outstanding;
       }
     }
-    if (reserved) {
+    if (refused) {
+      // The Ack already says accepted:false with the first refusal.
+    } else if (reserved) {
       if (probe_) probe_->on_dropped(std::string(index::drop_reason::reserved_tenant), 1);
     } else {
       runtime_->append(actors::record_kind::update, msg_.SerializeAsString(), sink_, slot);
