@@ -1,7 +1,9 @@
 // Index-layer scenarios of spec/lookup.md §6 ([index] rows), plus extensions.md §4–§5.
 #include "index/cache_index.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <random>
@@ -275,6 +277,59 @@ TEST(CacheIndex, MalformedChainLookupHasNoLegacyFallback) {  // S24, S25
   auto q2 = exact("legacy-p", 128);
   q2.chain_counts = {16, 16};
   EXPECT_TRUE(idx.lookup(q2, no_policy, t0).scores.empty());
+}
+
+// Many replicas, several depths (DP groups), pressure ties and names whose byte order differs
+// from their arrival order: the chain walk's key-based sort must give exactly the §3.5 order
+// (score desc, id asc) and exactly the float32 scores of the formula.
+TEST(CacheIndex, ChainLookupManyReplicasOrderAndScoresExact) {
+  index_options o;
+  o.max_entries = 0;
+  cache_index idx(o);
+  std::vector<std::string> chain;
+  for (int j = 0; j < 40; ++j) chain.push_back("block-" + std::to_string(j));
+  struct want_row {
+    std::string id;
+    std::int32_t matched;
+    float pressure;
+    float score;
+  };
+  std::vector<want_row> want;
+  for (int i = 0; i < 70; ++i) {
+    const std::string id = i % 3 == 0   ? "r-" + std::to_string(i)
+                           : i % 3 == 1 ? "R" + std::to_string(i * 7)
+                                        : "replica-" + std::to_string(70 - i);
+    const int depth = 1 + (i % 7) * 5;
+    auto u = update(id, {testing::chain({chain.begin(), chain.begin() + depth}, 16)}, "t", "m",
+                    "vllm", t0);
+    const float p = static_cast<float>(i % 4) * 0.25f;
+    u.stats = stats(0.5f, p);
+    idx.ingest(u, t0);
+    want.push_back(want_row{id, 16 * depth, p, 0.0f});
+  }
+  const auto pol = with_ttl(minutes(10));
+  const micros now = t0 + 1'000'000;
+  const float f = freshness(now, t0, pol.eviction_ttl);
+  for (auto& w : want) {
+    std::int64_t k = 0;
+    for (const auto& x : want) k += x.matched >= w.matched ? 1 : 0;
+    const float pf = std::clamp(1.0f - w.pressure, 0.0f, 1.0f);
+    w.score = static_cast<float>(w.matched) * f * pf * (1.0f + f * 0.0f);
+    const double dp = distinguishing_power(k, static_cast<std::int64_t>(want.size()));
+    if (dp != 1.0) w.score *= static_cast<float>(dp);
+  }
+  std::sort(want.begin(), want.end(), [](const want_row& a, const want_row& b) {
+    if (a.score != b.score) return a.score > b.score;
+    return a.id < b.id;
+  });
+  const auto r = idx.lookup(chain_query(chain, 16), pol, now);
+  ASSERT_EQ(r.scores.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(r.scores[i].score.replica_id, want[i].id) << i;
+    EXPECT_EQ(r.scores[i].score.matched_tokens, want[i].matched) << i;
+    EXPECT_EQ(std::memcmp(&r.scores[i].score.score, &want[i].score, sizeof(float)), 0) << i;
+    EXPECT_EQ(r.scores[i].score.estimated_cache_hit_prob, f) << i;
+  }
 }
 
 // ------------------------------------------------- §6.2 orchestrator, TENANT_HOT, factors

@@ -62,6 +62,16 @@ std::int64_t age_ns(micros now, micros t) {
 /// Returns true when an entry or stats row is expired at `now` (§4.7: age >= ttl).
 bool is_expired(micros now, micros t, std::int64_t ttl_ns) { return age_ns(now, t) >= ttl_ns; }
 
+/// Returns a key whose ascending order is the descending order of non-NaN floats; -0 and +0
+/// (which compare equal) get the same key.
+std::uint32_t descending_key(float v) {
+  if (v == 0.0f) v = 0.0f;
+  std::uint32_t b = 0;
+  std::memcpy(&b, &v, sizeof b);
+  b = (b & 0x80000000u) != 0 ? ~b : (b | 0x80000000u);  // ascending in v
+  return ~b;
+}
+
 float pressure_factor(float p, float w) {
   float v = 1.0f - w * p;
   if (v < 0.0f) return 0.0f;
@@ -928,11 +938,23 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     // The walk is bound by memory latency: resolve every block's key up front in three
     // passes (slot, record, key) so the cache misses of different blocks overlap.
     const std::size_t mask = slots_.size() - 1;
+    // 8-byte hashes (the fingerprint size) are resolved inline: `be_buf` holds the
+    // big-endian value the record stores (`key_hash`/`find_key_hashed`, inlined).
     tls.hash_buf.resize(n);
-    tls.key_buf.assign(n, std::numeric_limits<std::uint32_t>::max());
+    tls.be_buf.resize(n);
+    tls.key_buf.resize(n);
+    const std::uint64_t part_mix = std::uint64_t{*part} * 0x9E3779B97F4A7C15ULL;
     for (std::size_t j = 0; j < n; ++j) {
-      tls.hash_buf[j] = key_hash(*part, q.chain_hashes[j]);
-      __builtin_prefetch(&slots_[tls.hash_buf[j] & mask]);
+      const std::string& b = q.chain_hashes[j];
+      std::uint64_t h;
+      if (b.size() == 8) {
+        tls.be_buf[j] = load_be64(b);
+        h = mix64(tls.be_buf[j] + part_mix);
+      } else {
+        h = key_hash(*part, b);
+      }
+      tls.hash_buf[j] = h;
+      __builtin_prefetch(&slots_[h & mask]);
     }
     for (std::size_t j = 0; j < n; ++j) {
       const std::uint32_t sl = slots_[tls.hash_buf[j] & mask];
@@ -940,10 +962,31 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
     }
     std::size_t resolved = 0;
     for (; resolved < n; ++resolved) {
-      auto kj = find_key_hashed(*part, q.chain_hashes[resolved], tls.hash_buf[resolved]);
-      if (!kj) break;
-      tls.key_buf[resolved] = *kj;
-      if (resolved < 4) prefetch_entries(records_[*kj]);
+      const std::string& b = q.chain_hashes[resolved];
+      std::uint32_t found = npos;
+      if (b.size() == 8) {
+        const std::uint64_t h = tls.hash_buf[resolved];
+        const std::uint64_t be = tls.be_buf[resolved];
+        const std::uint32_t tag = slot_tag_of(h);
+        for (std::size_t i = h & mask;; i = (i + 1) & mask) {
+          const std::uint32_t sl = slots_[i];
+          if (sl == 0) break;
+          if ((sl & ~slot_index_mask) != tag) continue;
+          const key_record& k = records_[(sl & slot_index_mask) - 1];
+          if ((k.part & (key_part_mask | long_flag)) == *part && k.hash == be) {
+            found = (sl & slot_index_mask) - 1;
+            break;
+          }
+        }
+      } else {
+        auto kj = find_key_hashed(*part, b, tls.hash_buf[resolved]);
+        if (kj) found = *kj;
+      }
+      if (found == npos) break;
+      tls.key_buf[resolved] = found;
+      // The first blocks' holder lists go to L1 now; the others start on their way to L2
+      // (the walk moves them to L1 four blocks ahead).
+      prefetch_entries(records_[found], resolved >= 4);
     }
     // fresh(t) <=> (now - t) * 1000 < ttl_ns <=> t > now - ceil(ttl_ns / 1000).
     micros cutoff = std::numeric_limits<micros>::max();
@@ -1033,71 +1076,151 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
       prev_m = m;
     }
     flush();
-    // Score in a light array, sort it, then build the result in final order.
-    struct scored {
-      std::uint32_t run;
-      std::uint32_t rank;  // the replica name's rank: ties sort by name, byte-wise
-      std::int32_t matched;
-      float f;
-      float score;
-    };
-    std::vector<scored> sc;
-    sc.reserve(nruns);
+    // Score in a light array, order it, then build the result in final order. Orders are
+    // sorted as 64-bit keys: the order's field in the high half, the replica name's rank in
+    // the low half. Ranks are distinct, so no two keys tie and the key order is exactly the
+    // order of the (field desc, name asc) comparators of §3.5; `at[rank]` maps a key back
+    // to its row.
+    std::vector<scored_run>& sc = tls.scored;
+    if (sc.size() < nruns) sc.resize(nruns);
+    std::size_t ns = 0;
     const std::vector<std::uint32_t>& rank = name_ranks();
+    // Runs that share `oldest` (one chain ingest stamps its blocks alike) share freshness.
+    bool f_cached = false;
+    micros f_oldest = 0;
+    float f_value = 0.0f;
     for (std::size_t s = 0; s < nruns; ++s) {
       const run_state& rs = tls.runs[s];
       const auto matched = static_cast<std::int32_t>(rs.matched);
       if (matched <= 0) continue;
-      const float f = freshness(now, rs.oldest, ttl_d);
+      if (!f_cached || rs.oldest != f_oldest) {
+        f_value = freshness(now, rs.oldest, ttl_d);
+        f_oldest = rs.oldest;
+        f_cached = true;
+      }
+      const float f = f_value;
       if (f <= 0.0f) continue;
       const float pf = pressure_factor(pressure_of(rs.replica), options_->pressure_weight);
-      sc.push_back(scored{static_cast<std::uint32_t>(s), rank[rs.replica], matched, f,
-                          static_cast<float>(matched) * f * pf * (1.0f + f * slo_coef)});
+      scored_run& x = sc[ns++];
+      x.run = static_cast<std::uint32_t>(s);
+      x.rank = rank[rs.replica];
+      x.matched = matched;
+      x.f = f;
+      x.score = static_cast<float>(matched) * f * pf * (1.0f + f * slo_coef);
     }
-    auto name_of = [](const scored& x) { return x.rank; };
-    const bool one_depth = std::all_of(sc.begin(), sc.end(), [&](const scored& x) {
-      return x.matched == sc.front().matched;
-    });
-    if (total > 1 && !sc.empty()) {
-      // Group by depth (matched desc); with a single depth the order does not matter.
-      if (!one_depth) {
-        std::sort(sc.begin(), sc.end(), [&](const scored& a, const scored& b) {
-          if (a.matched != b.matched) return a.matched > b.matched;
-          return name_of(a) < name_of(b);
-        });
-      }
-      std::size_t g = 0;
-      while (g < sc.size()) {
-        std::size_t end = g;
-        while (end < sc.size() && sc[end].matched == sc[g].matched) ++end;
-        const double dp = distinguishing_power(static_cast<std::int64_t>(end), total);
-        if (dp != 1.0) {
-          for (std::size_t i = g; i < end; ++i) sc[i].score *= static_cast<float>(dp);
+    if (tls.sort_keys.size() < ns) tls.sort_keys.resize(ns);
+    if (tls.rank_pos.size() < rank.size()) tls.rank_pos.resize(rank.size());
+    std::uint64_t* const keys = tls.sort_keys.data();
+    std::uint32_t* const at = tls.rank_pos.data();
+    for (std::size_t i = 0; i < ns; ++i) at[sc[i].rank] = static_cast<std::uint32_t>(i);
+    // Rows in name order, by a bitmap scan over the ranks when that is O(rows): both sorts
+    // below then usually find their keys already in order (equal scores / depths).
+    if (tls.by_rank.size() < ns) tls.by_rank.resize(ns);
+    std::uint32_t* const by_rank = tls.by_rank.data();
+    bool have_rank_order = false;
+    if (ns > 1 && rank.size() <= 16 * ns) {
+      // One mark byte per rank (no read-modify-write chain), scanned 8 at a time.
+      const std::size_t words = (rank.size() + 7) / 8;
+      if (tls.rank_marks.size() < words) tls.rank_marks.resize(words, 0);
+      std::uint64_t* const marks = tls.rank_marks.data();  // all zero between lookups
+      auto* const mark_bytes = reinterpret_cast<unsigned char*>(marks);
+      for (std::size_t i = 0; i < ns; ++i) mark_bytes[sc[i].rank] = 1;
+      std::size_t o = 0;
+      for (std::size_t w = 0; w < words; ++w) {
+        if (marks[w] == 0) continue;
+        for (std::size_t r = w * 8; r < w * 8 + 8; ++r) {
+          if (mark_bytes[r] != 0) by_rank[o++] = at[r];
         }
-        g = end;
+        marks[w] = 0;
+      }
+      have_rank_order = true;
+    }
+    // Fills `keys` with (hi(row) << 32 | rank) and sorts them.
+    auto sort_rows = [&](auto hi) {
+      if (have_rank_order) {
+        for (std::size_t i = 0; i < ns; ++i) {
+          const scored_run& x = sc[by_rank[i]];
+          keys[i] = (std::uint64_t{hi(x)} << 32) | x.rank;
+        }
+        if (!std::is_sorted(keys, keys + ns)) std::sort(keys, keys + ns);
+      } else {
+        for (std::size_t i = 0; i < ns; ++i) {
+          keys[i] = (std::uint64_t{hi(sc[i])} << 32) | sc[i].rank;
+        }
+        std::sort(keys, keys + ns);
+      }
+    };
+    bool one_depth = true;
+    for (std::size_t i = 1; i < ns; ++i) one_depth &= sc[i].matched == sc[0].matched;
+    const bool depth_sorted = total > 1 && ns > 0 && !one_depth;
+    if (total > 1 && ns > 0) {
+      if (one_depth) {
+        // One group: every scored replica has the same depth.
+        const double dp = distinguishing_power(static_cast<std::int64_t>(ns), total);
+        if (dp != 1.0) {
+          for (std::size_t i = 0; i < ns; ++i) sc[i].score *= static_cast<float>(dp);
+        }
+      } else {
+        // Group by depth (matched desc, then name); k = the group's end index.
+        sort_rows([](const scored_run& x) {
+          return static_cast<std::uint32_t>(0xFFFFFFFFu - static_cast<std::uint32_t>(x.matched));
+        });
+        std::size_t g = 0;
+        while (g < ns) {
+          const std::int32_t depth = sc[at[static_cast<std::uint32_t>(keys[g])]].matched;
+          std::size_t end = g;
+          while (end < ns && sc[at[static_cast<std::uint32_t>(keys[end])]].matched == depth) ++end;
+          const double dp = distinguishing_power(static_cast<std::int64_t>(end), total);
+          if (dp != 1.0) {
+            for (std::size_t i = g; i < end; ++i) {
+              sc[at[static_cast<std::uint32_t>(keys[i])]].score *= static_cast<float>(dp);
+            }
+          }
+          g = end;
+        }
       }
     }
-    std::sort(sc.begin(), sc.end(), [&](const scored& a, const scored& b) {
-      if (a.score != b.score) return a.score > b.score;
-      return name_of(a) < name_of(b);
-    });
     if (lfu) std::sort(tls.run_hits.begin(), tls.run_hits.end());
-    out.scores.resize(sc.size());
-    for (std::size_t i = 0; i < sc.size(); ++i) {
-      const run_state& rs = tls.runs[sc[i].run];
-      replica_score& r = out.scores[i].score;
-      r.replica_id = std::string(names_.name(rs.replica));
-      r.score = sc[i].score;
-      r.matched_tokens = sc[i].matched;
-      r.estimated_cache_hit_prob = sc[i].f;
+    out.scores.reserve(ns);
+    auto emit = [&](const scored_run& x) {
+      const run_state& rs = tls.runs[x.run];
+      scored_replica& o = out.scores.emplace_back();
+      replica_score& r = o.score;
+      r.replica_id.assign(names_.name(rs.replica));
+      r.score = x.score;
+      r.matched_tokens = x.matched;
+      r.estimated_cache_hit_prob = x.f;
       r.tier = wire_tier(rs.tier);
       if (lfu) {
         auto lo =
-            std::lower_bound(tls.run_hits.begin(), tls.run_hits.end(), std::make_pair(sc[i].run, 0u));
-        for (; lo != tls.run_hits.end() && lo->first == sc[i].run; ++lo) {
-          out.scores[i].hits.push_back(entry_ref{slot_, lo->second, rs.replica});
+            std::lower_bound(tls.run_hits.begin(), tls.run_hits.end(), std::make_pair(x.run, 0u));
+        for (; lo != tls.run_hits.end() && lo->first == x.run; ++lo) {
+          o.hits.push_back(entry_ref{slot_, lo->second, rs.replica});
         }
       }
+    };
+    // Final order: score desc, then name.
+    bool nan = false;
+    for (std::size_t i = 0; i < ns; ++i) nan |= sc[i].score != sc[i].score;
+    if (!nan) {
+      sort_rows([](const scored_run& x) { return descending_key(x.score); });
+      for (std::size_t i = 0; i < ns; ++i) emit(sc[at[static_cast<std::uint32_t>(keys[i])]]);
+    } else {
+      // A NaN score (reachable only through odd index_options, e.g. an infinite pressure
+      // weight) has no key order: replay the comparator sorts on the rows in their
+      // pre-sort order, exactly as computed before keys were used.
+      std::vector<scored_run> rows(sc.begin(), sc.begin() + static_cast<std::ptrdiff_t>(ns));
+      if (depth_sorted) {
+        std::sort(rows.begin(), rows.end(), [](const scored_run& a, const scored_run& b) {
+          if (a.matched != b.matched) return a.matched > b.matched;
+          return a.rank < b.rank;
+        });
+      }
+      std::sort(rows.begin(), rows.end(), [](const scored_run& a, const scored_run& b) {
+        if (a.score != b.score) return a.score > b.score;
+        return a.rank < b.rank;
+      });
+      for (const scored_run& x : rows) emit(x);
     }
     if (!out.scores.empty()) out.strategy = lookup_strategy::prefix_match;
     return out;
@@ -1235,13 +1358,19 @@ bool tenant_partition::same_holders(const entry_span& a, const entry_span& b) {
          std::memcmp(a.ls, b.ls, static_cast<std::size_t>(a.n) * sizeof(micros)) == 0;
 }
 
-void tenant_partition::prefetch_entries(const key_record& k) const {
+void tenant_partition::prefetch_entries(const key_record& k, bool to_l2) const {
+  // Every other line: the L2 spatial prefetcher fetches each 128-byte pair's buddy line.
   const entry_span e = entries_of(k);
   const char* ls = reinterpret_cast<const char*>(e.ls);
-  for (std::size_t off = 0; off < e.n * sizeof(micros); off += 64) __builtin_prefetch(ls + off);
   const char* rt = reinterpret_cast<const char*>(e.rt);
-  for (std::size_t off = 0; off < e.n * sizeof(std::uint32_t); off += 64) {
-    __builtin_prefetch(rt + off);
+  const std::size_t ls_bytes = e.n * sizeof(micros);
+  const std::size_t rt_bytes = e.n * sizeof(std::uint32_t);
+  if (to_l2) {
+    for (std::size_t off = 0; off < ls_bytes; off += 128) __builtin_prefetch(ls + off, 0, 2);
+    for (std::size_t off = 0; off < rt_bytes; off += 128) __builtin_prefetch(rt + off, 0, 2);
+  } else {
+    for (std::size_t off = 0; off < ls_bytes; off += 128) __builtin_prefetch(ls + off);
+    for (std::size_t off = 0; off < rt_bytes; off += 128) __builtin_prefetch(rt + off);
   }
 }
 

@@ -242,6 +242,14 @@ class tenant_partition {
     std::uint8_t tier;
     std::uint32_t last_block;
   };
+  /// One scored chain-walk replica (see `lookup`).
+  struct scored_run {
+    std::uint32_t run;
+    std::uint32_t rank;  // the replica name's rank: ties sort by name, byte-wise
+    std::int32_t matched;
+    float f;
+    float score;
+  };
   /// Chain-walk scratch, one per thread (shared by every partition a thread looks up), so
   /// const lookups may run concurrently. `generation` is unique per lookup on a thread, so
   /// stamps left by another partition's lookup never match.
@@ -252,7 +260,13 @@ class tenant_partition {
     std::vector<run_state> runs;
     std::vector<std::pair<std::uint32_t, std::uint32_t>> run_hits;
     std::vector<std::uint64_t> hash_buf;
+    std::vector<std::uint64_t> be_buf;
     std::vector<std::uint32_t> key_buf;
+    std::vector<scored_run> scored;
+    std::vector<std::uint64_t> sort_keys;
+    std::vector<std::uint32_t> rank_pos;
+    std::vector<std::uint32_t> by_rank;
+    std::vector<std::uint64_t> rank_marks;  // one byte per name rank; zero between lookups
   };
   static lookup_scratch& thread_scratch();
 
@@ -287,7 +301,9 @@ class tenant_partition {
   std::optional<std::uint32_t> find_key(std::uint32_t part, std::string_view bytes) const;
   std::optional<std::uint32_t> find_key_hashed(std::uint32_t part, std::string_view bytes,
                                                std::uint64_t h) const;
-  void prefetch_entries(const key_record& k) const;
+  /// Prefetches a key's holder list (last_seen and replica|tier arrays) into L1, or into
+  /// L2 when `to_l2`.
+  void prefetch_entries(const key_record& k, bool to_l2 = false) const;
   /// Returns true when two entry lists have the same replicas, last_seen and tiers in order.
   static bool same_holders(const entry_span& a, const entry_span& b);
   /// Advances the running chain-walk replicas over one block's entries; returns how many
