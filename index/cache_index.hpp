@@ -82,11 +82,17 @@ enum class lookup_strategy : std::uint8_t {
 /// Returns the reason-code string of a strategy (NONE reads as NO_HINT).
 std::string_view reason_code_of(lookup_strategy s);
 
-/// Identifies one (key, replica) entry for LFU credit; valid until the next mutation.
+/// Identifies one (key, replica) entry for LFU credit. A credit may arrive after later
+/// mutations (the server credits delivered lookups asynchronously): the key's identity is
+/// carried along, so a credit whose key slot was freed and reused is skipped.
 struct entry_ref {
   std::uint32_t tenant_slot = 0;
   std::uint32_t key = 0;
   std::uint32_t replica = 0;
+  /// The key's table hash (over its bytes and partition) and partition id when the ref was
+  /// taken.
+  std::uint64_t key_hash = 0;
+  std::uint32_t key_part = 0;
 };
 
 /// One scored replica of an index lookup, with the entries that earned its matched tokens.

@@ -1466,3 +1466,37 @@ TEST(CacheIndex, MemoryPerSingleReplicaEntryStaysCompact) {
 
 }  // namespace
 }  // namespace ic::index
+
+namespace ic::index {
+namespace {
+
+// The server gives LFU credit after the lookup, possibly after later mutations: a credit whose
+// key slot was freed and reused by another key must not land on the new key.
+TEST(CacheIndex, StaleLfuCreditSkipsARecycledKeySlot) {
+  cache_index idx;
+  policy::resolved_policy lfu_policy;
+  lfu_policy.eviction = policy::eviction_mode::lfu;
+  idx.set_tenant_policy("t", lfu_policy);
+  const micros t = 1'700'000'000'000'000;
+  idx.ingest(update("r1", {legacy("a", 8)}), t);
+  auto looked = idx.lookup(exact("a", 8), lfu_policy, t);
+  ASSERT_FALSE(looked.scores.empty());
+  ASSERT_FALSE(looked.scores[0].hits.empty());
+  // r1 is cleared (key "a" freed) and then reports "b", which takes the freed slot.
+  cache_event clear;
+  clear.type = static_cast<std::int32_t>(event_type::all_cleared);
+  clear.tenant_id = "t";
+  clear.model_id = "m";
+  clear.replica_id = "r1";
+  idx.apply_event(clear, t + 1);
+  idx.ingest(update("r1", {legacy("b", 8)}), t + 2);
+  idx.credit_lfu(looked.scores);
+  ASSERT_TRUE(idx.find_entry("t", "m", "vllm", "", "b", "r1").has_value());
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b", "r1")->access_count, 0);
+  // A fresh credit still counts.
+  idx.credit_lfu(idx.lookup(exact("b", 8), lfu_policy, t + 3).scores);
+  EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b", "r1")->access_count, 1);
+}
+
+}  // namespace
+}  // namespace ic::index

@@ -1195,7 +1195,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
         auto lo =
             std::lower_bound(tls.run_hits.begin(), tls.run_hits.end(), std::make_pair(x.run, 0u));
         for (; lo != tls.run_hits.end() && lo->first == x.run; ++lo) {
-          o.hits.push_back(entry_ref{slot_, lo->second, rs.replica});
+          o.hits.push_back(ref_of(lo->second, rs.replica));
         }
       }
     };
@@ -1243,7 +1243,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
         sr.score.matched_tokens = e[i].token_count;
         sr.score.estimated_cache_hit_prob = f;
         sr.score.tier = wire_tier(e[i].tier());
-        if (lfu && e[i].token_count > 0) sr.hits.push_back(entry_ref{slot_, *key, r});
+        if (lfu && e[i].token_count > 0) sr.hits.push_back(ref_of(*key, r));
         out.scores.push_back(std::move(sr));
       }
       const double dp = distinguishing_power(static_cast<std::int64_t>(out.scores.size()), total);
@@ -1388,10 +1388,20 @@ const std::vector<std::uint32_t>& tenant_partition::name_ranks() const {
   return ranks_;
 }
 
+entry_ref tenant_partition::ref_of(std::uint32_t key, std::uint32_t replica) const {
+  const key_record& k = records_[key];
+  // The key's table hash covers its bytes (also for hashes kept in the side table, whose
+  // slots are reused too) and its partition.
+  return entry_ref{slot_, key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
+}
+
 void tenant_partition::credit(const entry_ref& ref) {
   if (ref.key >= records_.size()) return;
   key_record& k = records_[ref.key];
   if (is_free(k)) return;
+  // The slot may have been freed and reused by another key since the lookup.
+  if ((k.part & (key_part_mask | key_long_hash)) != ref.key_part || key_hash(k) != ref.key_hash)
+    return;
   const std::uint32_t pos = find_replica(k, ref.replica);
   if (pos == npos) return;
   entry_proxy e = entries_of(k)[pos];

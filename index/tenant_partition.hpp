@@ -198,6 +198,8 @@ class tenant_partition {
   std::int64_t model_keys(std::string_view model) const;
   /// Adds one LFU credit to `ref` when it still names a live entry.
   void credit(const entry_ref& ref);
+  /// Returns the LFU ref of (key, replica), with the key's identity for `credit`.
+  entry_ref ref_of(std::uint32_t key, std::uint32_t replica) const;
 
   cache_state_view get_cache_state(std::string_view model) const;
   void snapshot_rows(snapshot_view& out) const;
