@@ -437,7 +437,41 @@ int run_state(const verb_env& env, const state_options& o) {
 }
 
 // ---------------------------------------------------------------------------------------
-// watch
+// watch and metrics: the two server streams
+
+/// Reads a server stream opened by `start` until `count` messages (0 = no limit), the
+/// `duration` (empty = none) or the stream's end, printing each with `print`.
+template <class Msg, class Start, class Print>
+int read_stream(const verb_env& env, const std::string& duration_text, long count, Start start,
+                Print print) {
+  double duration = 0;
+  if (!duration_text.empty()) {
+    std::string err;
+    auto d = parse_seconds(duration_text, &err);
+    if (!d) return env.usage(err);
+    duration = *d;
+  }
+  if (count < 0) return env.usage("--count must not be negative");
+  auto stub = env.stub();
+  if (!stub) return kExitRpc;
+  grpc::ClientContext ctx;
+  auto reader = start(*stub, ctx);
+  stream_guard guard(&ctx, duration);
+  Msg m;
+  long seen = 0;
+  while ((count == 0 || seen < count) && reader->Read(&m)) {
+    ++seen;
+    print(m);
+  }
+  if (count > 0 && seen >= count) {
+    ctx.TryCancel();
+    (void)reader->Finish();
+    return kExitOk;
+  }
+  grpc::Status st = reader->Finish();
+  if (guard.expired() || st.ok()) return kExitOk;
+  return env.rpc_fail(st);
+}
 
 struct watch_options {
   std::string tenant, model, types, duration;
@@ -466,42 +500,23 @@ int run_watch(const verb_env& env, const watch_options& o) {
       return env.usage("unknown event type '" + t + "' (added, evicted, updated, cleared)");
     req.add_types(type);
   }
-  double duration = 0;
-  if (!o.duration.empty()) {
-    std::string err;
-    auto d = parse_seconds(o.duration, &err);
-    if (!d) return env.usage(err);
-    duration = *d;
-  }
-  if (o.count < 0) return env.usage("--count must not be negative");
-  auto stub = env.stub();
-  if (!stub) return kExitRpc;
-  grpc::ClientContext ctx;
-  auto reader = stub->StreamCacheEvents(&ctx, req);
-  stream_guard guard(&ctx, duration);
-  v1::CacheEvent e;
-  long seen = 0;
-  while ((o.count == 0 || seen < o.count) && reader->Read(&e)) {
-    ++seen;
-    if (o.json) {
-      std::cout << to_json(e) << std::endl;
-    } else {
-      std::cout << e.timestamp_us() << "  " << std::left << std::setw(16)
-                << v1::CacheEvent::Type_Name(e.type()) << " tenant=" << e.tenant_id()
-                << " model=" << e.model_id() << " replica=" << e.replica_id();
-      if (!e.prefix_hash().empty()) std::cout << " hash=" << to_hex(e.prefix_hash());
-      if (!e.adapter_id().empty()) std::cout << " adapter=" << e.adapter_id();
-      std::cout << std::endl;
-    }
-  }
-  if (o.count > 0 && seen >= o.count) {
-    ctx.TryCancel();
-    (void)reader->Finish();
-    return kExitOk;
-  }
-  grpc::Status st = reader->Finish();
-  if (guard.expired() || st.ok()) return kExitOk;
-  return env.rpc_fail(st);
+  return read_stream<v1::CacheEvent>(
+      env, o.duration, o.count,
+      [&](v1::InferenceCache::Stub& stub, grpc::ClientContext& ctx) {
+        return stub.StreamCacheEvents(&ctx, req);
+      },
+      [&](const v1::CacheEvent& e) {
+        if (o.json) {
+          std::cout << to_json(e) << std::endl;
+          return;
+        }
+        std::cout << e.timestamp_us() << "  " << std::left << std::setw(16)
+                  << v1::CacheEvent::Type_Name(e.type()) << " tenant=" << e.tenant_id()
+                  << " model=" << e.model_id() << " replica=" << e.replica_id();
+        if (!e.prefix_hash().empty()) std::cout << " hash=" << to_hex(e.prefix_hash());
+        if (!e.adapter_id().empty()) std::cout << " adapter=" << e.adapter_id();
+        std::cout << std::endl;
+      });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -516,48 +531,29 @@ struct metrics_options {
 int run_metrics(const verb_env& env, const metrics_options& o) {
   v1::StreamMetricsRequest req;
   for (const auto& n : split_list(o.names)) req.add_names(n);
-  double duration = 0;
-  if (!o.duration.empty()) {
-    std::string err;
-    auto d = parse_seconds(o.duration, &err);
-    if (!d) return env.usage(err);
-    duration = *d;
-  }
-  if (o.count < 0) return env.usage("--count must not be negative");
-  auto stub = env.stub();
-  if (!stub) return kExitRpc;
-  grpc::ClientContext ctx;
-  auto reader = stub->StreamMetrics(&ctx, req);
-  stream_guard guard(&ctx, duration);
-  v1::Metric m;
-  long seen = 0;
-  while ((o.count == 0 || seen < o.count) && reader->Read(&m)) {
-    ++seen;
-    if (o.json) {
-      std::cout << to_json(m) << std::endl;
-      continue;
-    }
-    std::cout << m.name();
-    if (m.labels_size() > 0) {
-      std::map<std::string, std::string> sorted(m.labels().begin(), m.labels().end());
-      std::cout << "{";
-      bool first = true;
-      for (const auto& [k, v] : sorted) {
-        std::cout << (first ? "" : ",") << k << "=\"" << v << "\"";
-        first = false;
-      }
-      std::cout << "}";
-    }
-    std::cout << " " << m.value() << "  (" << m.type() << ")" << std::endl;
-  }
-  if (o.count > 0 && seen >= o.count) {
-    ctx.TryCancel();
-    (void)reader->Finish();
-    return kExitOk;
-  }
-  grpc::Status st = reader->Finish();
-  if (guard.expired() || st.ok()) return kExitOk;
-  return env.rpc_fail(st);
+  return read_stream<v1::Metric>(
+      env, o.duration, o.count,
+      [&](v1::InferenceCache::Stub& stub, grpc::ClientContext& ctx) {
+        return stub.StreamMetrics(&ctx, req);
+      },
+      [&](const v1::Metric& m) {
+        if (o.json) {
+          std::cout << to_json(m) << std::endl;
+          return;
+        }
+        std::cout << m.name();
+        if (m.labels_size() > 0) {
+          std::map<std::string, std::string> sorted(m.labels().begin(), m.labels().end());
+          std::cout << "{";
+          bool first = true;
+          for (const auto& [k, v] : sorted) {
+            std::cout << (first ? "" : ",") << k << "=\"" << v << "\"";
+            first = false;
+          }
+          std::cout << "}";
+        }
+        std::cout << " " << m.value() << "  (" << m.type() << ")" << std::endl;
+      });
 }
 
 // ---------------------------------------------------------------------------------------
