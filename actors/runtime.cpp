@@ -102,20 +102,24 @@ struct snapshot_policy {
   std::uint64_t every_records = 0;
 };
 
-struct index_actor_state {
+/// What the index actor starts with (after recovery).
+struct index_actor_config {
   std::shared_ptr<index_state> st;
   /// Guards `st` against concurrent lookups: this actor takes the write side to mutate; its
   /// own reads need no lock (it is the only writer).
   rw_lock* lock = nullptr;
-  std::vector<subscriber_ptr> subscribers;
   runtime_probe* probe = nullptr;
   policy_cell* policies = nullptr;
-  index::change_log changes;
-  // Snapshots.
   snapshot_actor writer;
   snapshot_policy snap;
   std::uint64_t last_applied_seq = 0;
   std::uint64_t last_snapshot_seq = 0;
+};
+
+/// The index actor's state: its configuration plus what it tracks while running.
+struct index_actor_state : index_actor_config {
+  std::vector<subscriber_ptr> subscribers;
+  index::change_log changes;
   steady::time_point last_snapshot_at = steady::now();
   steady::time_point snapshot_backoff_until{};
   bool snapshot_running = false;
@@ -182,31 +186,10 @@ void take_snapshot(Self* self, Done done) {
   pipe->close();
 }
 
-
-/// What the index actor starts with (after recovery).
-struct index_actor_config {
-  std::shared_ptr<index_state> st;
-  rw_lock* lock = nullptr;
-  runtime_probe* probe = nullptr;
-  policy_cell* policies = nullptr;
-  snapshot_actor writer;
-  snapshot_policy snap;
-  std::uint64_t last_applied_seq = 0;
-  std::uint64_t last_snapshot_seq = 0;
-};
-
 index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_actor_state> self,
                                             index_actor_config cfg) {
   fail_fast_on_exceptions(self, "index");
-  auto& init = self->state;
-  init.st = std::move(cfg.st);
-  init.lock = cfg.lock;
-  init.probe = cfg.probe;
-  init.policies = cfg.policies;
-  init.writer = cfg.writer;
-  init.snap = cfg.snap;
-  init.last_applied_seq = cfg.last_applied_seq;
-  init.last_snapshot_seq = cfg.last_snapshot_seq;
+  static_cast<index_actor_config&>(self->state) = std::move(cfg);
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
