@@ -123,6 +123,8 @@ struct index_actor_state : index_actor_config {
   steady::time_point last_snapshot_at = steady::now();
   steady::time_point snapshot_backoff_until{};
   bool snapshot_running = false;
+  /// `snapnow` requests waiting for the running snapshot to finish.
+  std::vector<caf::typed_response_promise<snapshot_report>> snapshot_waiters;
 };
 
 void log_snapshot(const snapshot_report& r) {
@@ -154,8 +156,8 @@ constexpr std::size_t kSnapshotPipeChunks = 8;
 /// serialises into the pipe on the index actor's thread. Ingest waits meanwhile (the pipe
 /// drains at journal speed, ~1 s per 10 M entries); lookups do not, as they read under the
 /// shared lock and serialising only reads. Calls `done` with the writer's report.
-template <class Self, class Done>
-void take_snapshot(Self* self, Done done) {
+template <class Self>
+void take_snapshot(Self* self, std::function<void(const snapshot_report&)> done) {
   auto& s = self->state;
   s.snapshot_running = true;
   s.last_snapshot_at = steady::now();
@@ -174,6 +176,21 @@ void take_snapshot(Self* self, Done done) {
     }
     log_snapshot(r);
     done(r);
+    // Requests that arrived while this snapshot ran (a stop's final snapshot) get a snapshot
+    // of their own when anything was applied since this one covered.
+    auto& st = self->state;
+    if (!st.snapshot_waiters.empty()) {
+      auto waiters = std::move(st.snapshot_waiters);
+      st.snapshot_waiters.clear();
+      auto deliver_all = [waiters](const snapshot_report& report) mutable {
+        for (auto& w : waiters) w.deliver(report);
+      };
+      if (st.last_applied_seq != st.last_snapshot_seq) {
+        take_snapshot(self, deliver_all);
+      } else {
+        deliver_all(r);
+      }
+    }
   };
   self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(job))
       .then(finished, [=](caf::error& err) mutable {
@@ -259,7 +276,12 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
       },
       [=](snapnow_atom) -> caf::result<snapshot_report> {
         auto& s = self->state;
-        if (!s.writer || s.snapshot_running || s.last_applied_seq == s.last_snapshot_seq) {
+        if (s.writer && s.snapshot_running) {
+          // Answered once the running snapshot finished (and, if needed, a newer one).
+          s.snapshot_waiters.push_back(self->template make_response_promise<snapshot_report>());
+          return s.snapshot_waiters.back();
+        }
+        if (!s.writer || s.last_applied_seq == s.last_snapshot_seq) {
           snapshot_report r;
           r.skipped = true;
           r.ok = true;

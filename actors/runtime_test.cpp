@@ -306,6 +306,26 @@ TEST_F(RuntimeTest, RecordCountTriggersSnapshots) {
   EXPECT_EQ(info.entries, 12);
 }
 
+TEST_F(RuntimeTest, SnapshotNowCoversEverythingAppliedEvenWhileAPeriodicOneRuns) {
+  opts_.snapshot_every_records = 2;  // periodic snapshots keep starting
+  opts_.snapshot_on_stop = false;
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  for (int round = 0; round < 20; ++round) {
+    std::optional<append_result> last;
+    for (int i = 0; i < 3; ++i) {
+      last = rt->append_blocking(record_kind::update,
+                                 update_bytes("r", {"k" + std::to_string(round * 3 + i)}), 5s);
+      ASSERT_TRUE(last.has_value());
+    }
+    auto report = rt->snapshot_now_blocking(30s);
+    ASSERT_TRUE(report.has_value());
+    EXPECT_TRUE(report->ok) << report->error;
+    EXPECT_GE(report->covering_seq, last->seq) << "round " << round;
+  }
+}
+
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {
   opts_.journal_dir = "/proc/ic-no-such-dir/journal";
   std::string err;
