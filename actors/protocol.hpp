@@ -4,7 +4,7 @@
 //
 //   journal actor  <- runtime::append            append(append_msg)
 //   journal actor  -> index actor                apply(committed_batch)
-//   gateway thread -> index actor                credit(credit_list), subscribe(subscriber)
+//   gateway thread -> index actor                credit() (drains the credit buffer), subscribe(subscriber)
 //   HTTP thread    -> index actor (request)      snapnow() / probe(request)
 //
 // Reads (lookups, GetCacheState, /snapshot, /metrics) do not go through actors: they take
@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,6 +74,15 @@ struct committed_batch {
 /// LFU credit of delivered lookups.
 using credit_list = std::vector<index::scored_replica>;
 
+/// Credits collected from the lookup threads. A lookup appends its hits; the first one into
+/// an empty buffer sends one `credit()` to the index actor, which drains everything gathered
+/// by then under a single write lock (instead of one message and one lock per lookup).
+struct credit_buffer {
+  std::mutex mu;
+  credit_list hits;
+  bool scheduled = false;
+};
+
 /// A snapshot being streamed to the snapshot writer: the index actor pushes its chunks into
 /// `pipe` while the writer stores them.
 struct snapshot_job {
@@ -85,7 +95,6 @@ using subscriber_ptr = std::shared_ptr<event_subscriber>;
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::credit_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
@@ -96,14 +105,14 @@ namespace ic::actors {
 
 /// The index actor: sole owner of `index_state` once the runtime started.
 ///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
-///   credit(hits)            gives the LFU credit of delivered lookups (which read the index
+///   credit()                gives the buffered LFU credit of delivered lookups (which read the index
 ///                           directly, under the shared side of the index lock)
 ///   subscribe(subscriber)   registers an observer
 ///   snapnow()               takes a snapshot now -> snapshot_report once it is written
 ///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
 using index_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, committed_batch>,
-    caf::reacts_to<credit_atom, credit_list>,
+    caf::reacts_to<credit_atom>,
     caf::reacts_to<sub_atom, subscriber_ptr>,
     caf::replies_to<snapnow_atom>::with<snapshot_report>,
     caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;

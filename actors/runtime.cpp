@@ -105,6 +105,8 @@ struct snapshot_policy {
 /// What the index actor starts with (after recovery).
 struct index_actor_config {
   std::shared_ptr<index_state> st;
+  /// LFU credits from the lookup threads, drained by `credit()`.
+  credit_buffer* credits = nullptr;
   /// Guards `st` against concurrent lookups: this actor takes the write side to mutate; its
   /// own reads need no lock (it is the only writer).
   rw_lock* lock = nullptr;
@@ -266,7 +268,13 @@ index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_
         if (due && !s.snapshot_running && s.writer && steady::now() >= s.snapshot_backoff_until)
           take_snapshot(self, [](const snapshot_report&) {});
       },
-      [=](credit_atom, credit_list& hits) {
+      [=](credit_atom) {
+        credit_list hits;
+        {
+          std::lock_guard<std::mutex> guard(self->state.credits->mu);
+          hits.swap(self->state.credits->hits);
+          self->state.credits->scheduled = false;
+        }
         std::lock_guard<rw_lock> write(*self->state.lock);
         self->state.st->credit(hits);
       },
@@ -412,6 +420,7 @@ struct runtime::impl {
   /// The index state, shared with the index actor: lookups read it under `index_lock`.
   std::shared_ptr<index_state> state;
   rw_lock index_lock;
+  credit_buffer credits;
   std::chrono::milliseconds test_delay{0};
   bool snapshot_on_stop = true;
   std::atomic<bool> shutting_down{false};
@@ -531,6 +540,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   icfg.probe = probe;
   icfg.policies = &p->policies;
   icfg.lock = &p->index_lock;
+  icfg.credits = &p->credits;
   icfg.writer = p->writer;
   icfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
   icfg.last_applied_seq = p->log->last_sequence();
@@ -567,7 +577,18 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
                                [deadline] { return steady::now() > deadline; });
   }
   // The answer is certain to be delivered now, so its LFU credit may be given.
-  if (!out.credit.empty()) caf::anon_send(impl_->index, credit_atom::value, std::move(out.credit));
+  if (!out.credit.empty()) {
+    bool send;
+    {
+      std::lock_guard<std::mutex> guard(impl_->credits.mu);
+      auto& hits = impl_->credits.hits;
+      hits.insert(hits.end(), std::make_move_iterator(out.credit.begin()),
+                  std::make_move_iterator(out.credit.end()));
+      send = !impl_->credits.scheduled;
+      impl_->credits.scheduled = true;
+    }
+    if (send) caf::anon_send(impl_->index, credit_atom::value);
+  }
   done(std::move(out.response));
 }
 

@@ -326,6 +326,31 @@ TEST_F(RuntimeTest, SnapshotNowCoversEverythingAppliedEvenWhileAPeriodicOneRuns)
   }
 }
 
+TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
+  opts_.max_entries = 2;
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  ASSERT_TRUE(rt->append_blocking(
+      record_kind::policy,
+      R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu"}],"tenants":[]})", 5s));
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"used"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r2", {"idle"}), 5s));
+  for (int i = 0; i < 3; ++i) {
+    auto resp = lookup_blocking(*rt, chain_lookup({"used"}));
+    ASSERT_TRUE(resp.has_value());
+    ASSERT_EQ(resp->reason_code, "PREFIX_MATCH");
+  }
+  // Over the cap: the least-used entry goes, the credited one stays.
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r3", {"new"}), 5s));
+  auto used = lookup_blocking(*rt, chain_lookup({"used"}));
+  ASSERT_TRUE(used.has_value());
+  EXPECT_EQ(used->reason_code, "PREFIX_MATCH");
+  auto idle = lookup_blocking(*rt, chain_lookup({"idle"}));
+  ASSERT_TRUE(idle.has_value());
+  EXPECT_NE(idle->reason_code, "PREFIX_MATCH");
+}
+
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {
   opts_.journal_dir = "/proc/ic-no-such-dir/journal";
   std::string err;
