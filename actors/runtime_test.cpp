@@ -1,6 +1,7 @@
 #include "actors/runtime.hpp"
 
 #include <future>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -349,6 +350,42 @@ TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
   auto idle = lookup_blocking(*rt, chain_lookup({"idle"}));
   ASSERT_TRUE(idle.has_value());
   EXPECT_NE(idle->reason_code, "PREFIX_MATCH");
+}
+
+TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
+  opts_.default_ttl = std::chrono::seconds(5);
+  opts_.sweep_interval = std::chrono::milliseconds(100);
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto sub = std::make_shared<collecting_subscriber>(event_filter{"t", "", {2}});
+  rt->subscribe(sub);
+  v1::CacheStateUpdate u;
+  u.set_replica_id("r1");
+  u.set_model_id("m");
+  u.set_tenant_id("t");
+  u.set_hash_scheme("vllm");
+  u.set_timestamp_us(std::chrono::duration_cast<std::chrono::microseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count() -
+                     10'000'000);  // reported 10 s ago: already past the 5 s TTL
+  u.add_prefixes()->set_prefix_hash("old");
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, u.SerializeAsString(), 5s));
+  // Bounded wait for a sweep (every 100 ms) to remove it.
+  std::int64_t total = -1;
+  for (int i = 0; i < 100 && total != 0; ++i) {
+    std::promise<std::int64_t> p;
+    rt->cache_state("t", "m", std::chrono::steady_clock::now() + 5s,
+                    [&p](std::optional<index::cache_state_view> v) {
+                      p.set_value(v ? v->total_prefixes : -1);
+                    });
+    total = p.get_future().get();
+    if (total != 0) std::this_thread::sleep_for(50ms);
+  }
+  EXPECT_EQ(total, 0);
+  auto seen = sub->snapshot();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], "r1:2:old");
 }
 
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {

@@ -189,6 +189,22 @@ sweep_result cache_index::sweep(micros now, change_log* changes) {
   return result;
 }
 
+bool cache_index::sweep_step(micros now, sweep_cursor& cursor, std::size_t max_keys,
+                             change_log* changes, sweep_result& result) {
+  auto it = cursor.started ? by_name_.find(cursor.tenant) : by_name_.begin();
+  cursor.started = true;
+  std::size_t budget = max_keys;
+  while (it != by_name_.end()) {
+    if (it->first != cursor.tenant) {
+      cursor.tenant = it->first;
+      cursor.key = 0;
+    }
+    if (!it->second->sweep_slice(now, changes, result, cursor.key, budget)) return false;
+    ++it;
+  }
+  return true;
+}
+
 index_lookup_result cache_index::lookup(const index_lookup_request& q,
                                         const policy::resolved_policy& pol, micros now) const {
   index_lookup_result out;

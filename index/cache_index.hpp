@@ -167,6 +167,20 @@ class cache_index {
   /// Removes every entry and stats row whose age at `now` reaches its tenant's TTL (§4.7).
   sweep_result sweep(micros now, change_log* changes = nullptr);
 
+  /// Where a sliced sweep stands (see `sweep_step`). A default cursor starts a sweep.
+  struct sweep_cursor {
+    std::string tenant;       ///< partition being swept ("" before the first)
+    std::uint32_t key = 0;    ///< next key slot in that partition
+    bool started = false;
+  };
+  /// Runs the next slice (at most `max_keys` key slots) of the sweep at `now`, adding to
+  /// `result`; returns true when the sweep is complete. Slices run back to back with no
+  /// other mutation in between give exactly `sweep(now)`'s state, results and change order;
+  /// const readers may run between slices (they see a partly swept index, whose expired
+  /// entries matching ignores anyway).
+  bool sweep_step(micros now, sweep_cursor& cursor, std::size_t max_keys, change_log* changes,
+                  sweep_result& result);
+
   /// Runs the §3.3 orchestrator: exact / chain match, TENANT_HOT, miss classifier. The TTL
   /// and eviction mode come from `policy`. Does not credit LFU (see `credit_lfu`).
   index_lookup_result lookup(const index_lookup_request& request,

@@ -703,9 +703,19 @@ void tenant_partition::apply_event(const cache_event& ev, micros ts, change_log*
 // ------------------------------------------------------------------------------ TTL sweep
 
 void tenant_partition::sweep(micros now, change_log* changes, sweep_result& result) {
+  std::uint32_t next_key = 0;
+  std::size_t unlimited = std::numeric_limits<std::size_t>::max();
+  sweep_slice(now, changes, result, next_key, unlimited);
+}
+
+bool tenant_partition::sweep_slice(micros now, change_log* changes, sweep_result& result,
+                                   std::uint32_t& next_key, std::size_t& budget) {
   const std::int64_t ttl = policy_.eviction_ttl.count();
   const bool lfu = policy_.eviction == policy::eviction_mode::lfu;
-  for (std::uint32_t kidx = 0; kidx < records_.size(); ++kidx) {
+  for (; next_key < records_.size(); ++next_key) {
+    if (budget == 0) return false;
+    --budget;
+    const std::uint32_t kidx = next_key;
     if (is_free(records_[kidx])) continue;
     for (std::uint32_t i = size_of(records_[kidx]); i-- > 0;) {
       key_record& k = records_[kidx];
@@ -727,6 +737,7 @@ void tenant_partition::sweep(micros now, change_log* changes, sweep_result& resu
     }
     mit = mit->second.empty() ? stats_.erase(mit) : std::next(mit);
   }
+  return true;
 }
 
 // ----------------------------------------------------------------------- eviction orders

@@ -178,6 +178,10 @@ class tenant_partition {
   void apply_event(const cache_event& event, micros ts, change_log* changes, event_result& result);
   /// Removes stale entries and stats rows (§4.7).
   void sweep(micros now, change_log* changes, sweep_result& result);
+  /// Sweeps key slots from `next_key` on, spending at most `budget` slots (decremented);
+  /// when the last slot is done also sweeps the stats rows and returns true.
+  bool sweep_slice(micros now, change_log* changes, sweep_result& result,
+                   std::uint32_t& next_key, std::size_t& budget);
 
   /// Returns the partition's first live cap victim, if any.
   std::optional<cap_candidate> peek_cap_victim();
