@@ -20,6 +20,7 @@
 #include "tools/bench/server_child.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/bench/workload.hpp"
+#include "tools/common/cli_parse.hpp"
 #include "tools/common/codec.hpp"
 #include "tools/common/http_client.hpp"
 
@@ -31,7 +32,7 @@ using steady = std::chrono::steady_clock;
 
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
+constexpr int kExitUsage = ic::tools::exit_usage;
 
 /// Everything the command line sets.
 struct options {
@@ -485,16 +486,7 @@ int run(int argc, char** argv) {
   rec->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "inferencecache-bench: " << e.what() << " (see --help)\n";
-    return kExitUsage;
-  }
+  if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
   o.duration_given = app.get_option("--duration")->count() > 0;
   auto usage = [](const std::string& msg) {

@@ -20,6 +20,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tools/cli/grpc_connect.hpp"
+#include "tools/common/cli_parse.hpp"
 #include "tools/common/codec.hpp"
 #include "tools/common/http_client.hpp"
 
@@ -31,7 +32,7 @@ namespace health = grpc::health::v1;
 
 constexpr int kExitOk = 0;
 constexpr int kExitRpc = 1;
-constexpr int kExitUsage = 2;
+constexpr int kExitUsage = ic::tools::exit_usage;
 constexpr int kExitNoHint = 3;
 
 /// Options every verb shares.
@@ -747,16 +748,7 @@ int run(int argc, char** argv) {
   hc->add_option("--service", service, "Service name (empty: the whole server)");
   hc->callback([&] { action = [&](const verb_env& e) { return run_health(e, service); }; });
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "inferencecache: " << e.what() << " (see --help)\n";
-    return kExitUsage;
-  }
+  if (auto code = parse_command_line(app, argc, argv, "inferencecache")) return *code;
   std::string err;
   if (!parse_seconds(g.timeout, &err)) {
     std::cerr << "inferencecache: --timeout: " << err << "\n";
