@@ -28,8 +28,10 @@ struct append_result {
   std::uint64_t seq = 0;
 };
 
-/// Receives append results. Called from an actor thread, once per appended record, in the
-/// order the records were appended; `slot` is the caller's own tag for the record.
+/// Receives append results, once per appended record; `slot` is the caller's own tag for
+/// the record. Applied records are reported from the index actor in append order; a refusal
+/// (JOURNAL_UNAVAILABLE from the journal actor, SHUTTING_DOWN on the caller's thread) can
+/// arrive before earlier records' results, so order results by `slot`, not by arrival.
 class append_sink {
  public:
   virtual ~append_sink() = default;

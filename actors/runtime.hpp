@@ -10,8 +10,10 @@
 //     committed records, answers lookups and views, and tells subscribers what changed;
 //   - a sweep timer journals a TTL sweep every `sweep_interval`.
 //
-// Every method is thread-safe and never blocks, except the `*_blocking` helpers meant for
-// HTTP threads. Callbacks run on actor threads.
+// Every method is thread-safe. `append` and `subscribe` never block; `lookup` and
+// `cache_state` read the index on the caller's thread under the shared side of the index
+// lock and call `done` before returning (waiting for a writer at most until the deadline);
+// the `*_blocking` helpers are for HTTP threads. Append callbacks run on actor threads.
 #pragma once
 
 #include <chrono>
@@ -106,8 +108,9 @@ class runtime {
   void append(record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
               std::size_t slot);
 
-  /// Answers a lookup by `deadline` (steady clock): `done(response)` with the index's answer,
-  /// or with nullopt when the deadline passed first (the caller answers TIMEOUT).
+  /// Answers a lookup by `deadline` (steady clock), on the calling thread: `done(response)`
+  /// with the index's answer, or with nullopt when the deadline passed first (the caller
+  /// answers TIMEOUT).
   void lookup(index::lookup_route_request request,
               std::chrono::steady_clock::time_point deadline,
               std::function<void(std::optional<index::lookup_route_response>)> done);
