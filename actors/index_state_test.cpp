@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
 namespace ic::actors {
@@ -13,30 +14,10 @@ constexpr index::micros kT0 = 1'700'000'000'000'000;
 
 decoded_record update_record(index::micros at, const std::string& replica,
                              const std::vector<std::string>& blocks) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("m");
-  u.set_tenant_id("t");
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
-  return *decode_record(1, encode_record(record_kind::update, at, u.SerializeAsString()));
+  return testing::as_record(testing::chain_update(replica, blocks), at);
 }
 
-index::lookup_route_request chain_lookup(const std::vector<std::string>& blocks) {
-  index::lookup_route_request r;
-  r.tenant_id = "t";
-  r.model_id = "m";
-  r.hash_scheme = "vllm";
-  for (const auto& b : blocks) {
-    r.block_hashes.push_back(b);
-    r.block_token_counts.push_back(64);
-  }
-  return r;
-}
+using testing::chain_lookup;
 
 TEST(IndexState, AppliedUpdateIsVisibleToLookups) {
   index_state st;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "journal/fault_env.hpp"
 #include "tests/support/server_process.hpp"
@@ -17,30 +18,10 @@ using namespace std::chrono_literals;
 
 std::string update_bytes(const std::string& replica, const std::vector<std::string>& blocks,
                          const std::string& scheme = "vllm") {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("m");
-  u.set_tenant_id("t");
-  u.set_hash_scheme(scheme);
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
-  return u.SerializeAsString();
+  return testing::chain_update(replica, blocks, scheme).SerializeAsString();
 }
 
-index::lookup_route_request chain_lookup(const std::vector<std::string>& blocks) {
-  index::lookup_route_request r;
-  r.tenant_id = "t";
-  r.model_id = "m";
-  r.hash_scheme = "vllm";
-  for (const auto& b : blocks) {
-    r.block_hashes.push_back(b);
-    r.block_token_counts.push_back(64);
-  }
-  return r;
-}
+using testing::chain_lookup;
 
 std::optional<index::lookup_route_response> lookup_blocking(runtime& rt,
                                                             index::lookup_route_request req) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "actors/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
 namespace ic::actors {
@@ -12,18 +13,9 @@ constexpr index::micros kT0 = 1'700'000'000'000'000;
 
 decoded_record update_record(index::micros at, const std::string& tenant, const std::string& replica,
                              const std::vector<std::string>& blocks) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("m");
-  u.set_tenant_id(tenant);
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(16);
-  }
+  auto u = testing::chain_update(replica, blocks, "vllm", tenant, 16);
   u.mutable_stats()->set_hit_rate(0.25f);
-  return *decode_record(1, encode_record(record_kind::update, at, u.SerializeAsString()));
+  return testing::as_record(u, at);
 }
 
 std::vector<std::string> chunks_of(const index_state& st, std::size_t chunk_bytes) {
