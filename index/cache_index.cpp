@@ -125,6 +125,32 @@ void cache_index::set_tenant_quota(std::string_view tenant, policy::tenant_quota
   if (auto* part = find_partition(tenant)) part->set_quota(quota);
 }
 
+// Publishes the change of facts_ over one public mutating call to options_.shared.
+struct cache_index::facts_guard {
+  explicit facts_guard(cache_index& idx) : idx_(idx), before_(idx.facts_) {}
+  ~facts_guard() { idx_.publish_facts(before_); }
+  facts_guard(const facts_guard&) = delete;
+  facts_guard& operator=(const facts_guard&) = delete;
+
+ private:
+  cache_index& idx_;
+  global_facts before_;
+};
+
+void cache_index::publish_facts(const global_facts& before) {
+  shared_facts* s = options_.shared;
+  if (s == nullptr) return;
+  if (const auto d = facts_.total_entries - before.total_entries; d != 0) {
+    s->total_entries.fetch_add(d, std::memory_order_acq_rel);
+  }
+  if (const auto d = facts_.reserved_entries - before.reserved_entries; d != 0) {
+    s->reserved_entries.fetch_add(d, std::memory_order_acq_rel);
+  }
+  if (const auto d = facts_.total_keys - before.total_keys; d != 0) {
+    s->total_keys.fetch_add(d, std::memory_order_acq_rel);
+  }
+}
+
 ingest_result cache_index::ingest(const cache_state_update& update, micros now, change_log* changes,
                                   input_origin origin) {
   ingest_result result;
@@ -133,34 +159,105 @@ ingest_result cache_index::ingest(const cache_state_update& update, micros now, 
     result.first_drop_reason = drop_reason::reserved_tenant;
     return result;
   }
+  facts_guard guard(*this);
   const micros ts = update.timestamp_us == 0 ? now : update.timestamp_us;
   tenant_partition& p = partition(update.tenant_id);
   p.ingest(update, ts, changes, result);
   p.enforce_quota(ts, changes, result);
-  enforce_cap(ts, changes, result);
+  if (!options_.external_cap) enforce_cap(ts, changes, result);
   return result;
+}
+
+bool cap_before(const cap_head& a, const cap_head& b) {
+  if (a.count != b.count) return a.count < b.count;
+  if (a.last_seen != b.last_seen) return a.last_seen < b.last_seen;
+  return a.tenant < b.tenant;
+}
+
+tenant_partition* cache_index::next_cap_victim(cap_candidate& victim) {
+  tenant_partition* best = nullptr;
+  for (auto& [name, p] : by_name_) {  // tenant-name order breaks (count, last_seen) ties
+    if (p->reserved() || p->entries() == 0) continue;
+    auto c = p->peek_cap_victim();
+    if (!c) continue;
+    if (best == nullptr || c->count < victim.count ||
+        (c->count == victim.count && c->last_seen < victim.last_seen)) {
+      best = p;
+      victim = *c;
+    }
+  }
+  return best;
+}
+
+std::int64_t cache_index::evict_cap_impl(const cap_head* bound, std::int64_t max, micros ts,
+                                          change_log* changes, ingest_result& result) {
+  std::int64_t evicted = 0;
+  while (evicted < max) {
+    cap_candidate c;
+    tenant_partition* best = next_cap_victim(c);
+    if (best == nullptr) break;
+    if (bound != nullptr) {
+      // Stop unless (count, last_seen, tenant) sorts strictly before the bound.
+      if (c.count != bound->count) {
+        if (c.count > bound->count) break;
+      } else if (c.last_seen != bound->last_seen) {
+        if (c.last_seen > bound->last_seen) break;
+      } else if (!(std::string_view(best->name()) < std::string_view(bound->tenant))) {
+        break;
+      }
+    }
+    const bool lfu = best->policy().eviction == policy::eviction_mode::lfu;
+    best->evict_cap_victim(c, ts, changes);
+    ++(lfu ? result.cap_evicted_lfu : result.cap_evicted_lru);
+    ++evicted;
+  }
+  return evicted;
 }
 
 void cache_index::enforce_cap(micros ts, change_log* changes, ingest_result& result) {
   if (options_.max_entries <= 0) return;
-  while (facts_.total_entries - facts_.reserved_entries > options_.max_entries) {
-    tenant_partition* best = nullptr;
-    cap_candidate best_c;
-    for (auto& [name, p] : by_name_) {  // tenant-name order breaks (count, last_seen) ties
-      if (p->reserved() || p->entries() == 0) continue;
-      auto c = p->peek_cap_victim();
-      if (!c) continue;
-      if (best == nullptr || c->count < best_c.count ||
-          (c->count == best_c.count && c->last_seen < best_c.last_seen)) {
-        best = p;
-        best_c = *c;
-      }
-    }
-    if (best == nullptr) break;
-    const bool lfu = best->policy().eviction == policy::eviction_mode::lfu;
-    best->evict_cap_victim(best_c, ts, changes);
-    ++(lfu ? result.cap_evicted_lfu : result.cap_evicted_lru);
+  const std::int64_t excess =
+      facts_.total_entries - facts_.reserved_entries - options_.max_entries;
+  // Every eviction removes one non-reserved entry.
+  if (excess > 0) evict_cap_impl(nullptr, excess, ts, changes, result);
+}
+
+std::optional<cap_head> cache_index::cap_victim() {
+  cap_candidate c;
+  tenant_partition* best = next_cap_victim(c);
+  if (best == nullptr) return std::nullopt;
+  return cap_head{c.count, c.last_seen, best->name()};
+}
+
+std::int64_t cache_index::evict_cap(const std::optional<cap_head>& bound, std::int64_t max,
+                                    micros ts, change_log* changes, ingest_result& result) {
+  facts_guard guard(*this);
+  return evict_cap_impl(bound ? &*bound : nullptr, max, ts, changes, result);
+}
+
+std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> cache_index::split_tenants(
+    const index_options& per_tenant) {
+  facts_guard guard(*this);
+  std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> out;
+  out.reserve(by_name_.size());
+  for (auto& [name, p] : by_name_) {
+    auto idx = std::make_unique<cache_index>(per_tenant);
+    std::unique_ptr<tenant_partition> owned = std::move(slots_[p->slot()]);
+    owned->rebind(0, &idx->facts_, &idx->options_);
+    idx->facts_.total_entries = owned->entries();
+    idx->facts_.reserved_entries = owned->reserved() ? owned->entries() : 0;
+    idx->facts_.total_keys = owned->keys();
+    if (auto it = policies_.find(name); it != policies_.end()) idx->policies_.emplace(*it);
+    if (auto it = quotas_.find(name); it != quotas_.end()) idx->quotas_.emplace(*it);
+    idx->by_name_.emplace(name, owned.get());
+    idx->slots_.push_back(std::move(owned));
+    idx->publish_facts(global_facts{});
+    out.emplace_back(name, std::move(idx));
   }
+  by_name_.clear();
+  slots_.clear();
+  facts_ = global_facts{};
+  return out;
 }
 
 event_result cache_index::apply_event(const cache_event& event, micros now, change_log* changes,
@@ -179,18 +276,21 @@ event_result cache_index::apply_event(const cache_event& event, micros now, chan
     result.applied = true;
     return result;
   }
+  facts_guard guard(*this);
   p->apply_event(event, ts, changes, result);
   return result;
 }
 
 sweep_result cache_index::sweep(micros now, change_log* changes) {
   sweep_result result;
+  facts_guard guard(*this);
   for (auto& [name, p] : by_name_) p->sweep(now, changes, result);
   return result;
 }
 
 bool cache_index::sweep_step(micros now, sweep_cursor& cursor, std::size_t max_keys,
                              change_log* changes, sweep_result& result) {
+  facts_guard guard(*this);
   auto it = cursor.started ? by_name_.find(cursor.tenant) : by_name_.begin();
   cursor.started = true;
   std::size_t budget = max_keys;
@@ -218,7 +318,10 @@ index_lookup_result cache_index::lookup(const index_lookup_request& q,
   }
   // Miss classifier (§3.8).
   out.scores.clear();
-  if (facts_.total_keys == 0) return out;
+  const std::int64_t total_keys = options_.shared != nullptr
+                                      ? options_.shared->total_keys.load(std::memory_order_acquire)
+                                      : facts_.total_keys;
+  if (total_keys == 0) return out;
   if (p == nullptr || p->keys() == 0) {
     out.strategy = lookup_strategy::unknown_tenant;
   } else if (p->model_keys(q.model) == 0) {

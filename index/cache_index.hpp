@@ -14,10 +14,16 @@
 //   auto r = idx.lookup(request, policy, now_us);    // §3.3 orchestrator
 //   idx.sweep(now_us);                               // every sweep interval
 //
+// Sharded servers run one `cache_index` per tenant actor: `index_options::shared` (totals
+// for the carve-out), `external_cap` + `cap_victim` / `evict_cap` (the owner merges the §4.6
+// order across indexes) and `split_tenants` (after recovering a single-index snapshot); see
+// index/README.md "Sharding".
+//
 // The handler steps of LookupRoute (policy gates, dual input, floors, affinity, LFU credit)
 // live in index/route_lookup.hpp and call into this class.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -34,6 +40,18 @@ namespace ic::index {
 
 class tenant_partition;
 class snapshot_access;
+struct cap_candidate;
+
+/// Totals shared by several indexes of one server (one `cache_index` per tenant actor).
+/// Each index adds the change of its own `facts()` after every mutating call, so the
+/// shared totals equal the sum of the indexes' facts whenever no mutation is running.
+/// Destroying an index does not remove its facts from the totals (the owner does that,
+/// e.g. after `split_tenants` they were moved, not destroyed).
+struct shared_facts {
+  std::atomic<std::int64_t> total_entries{0};
+  std::atomic<std::int64_t> reserved_entries{0};
+  std::atomic<std::int64_t> total_keys{0};
+};
 
 /// Index constants (spec/lookup.md §2.5); the defaults are the reference values.
 struct index_options {
@@ -51,6 +69,14 @@ struct index_options {
   float tenant_hot_min_hit_rate = 0.1f;
   /// Maximum stats age (strict <) for TENANT_HOT; <= 0 disables TENANT_HOT. Default 5 min.
   std::chrono::nanoseconds tenant_hot_max_age = std::chrono::minutes(5);
+  /// Shared totals of several indexes (not owned), or nullptr. When set, the cold-start
+  /// carve-out of `lookup` reads `shared->total_keys` instead of this index's own count, and
+  /// every mutating call adds its change of `facts()` to it. Default nullptr.
+  shared_facts* shared = nullptr;
+  /// When true, `ingest` does not enforce the global cap (§4.6); the owner merges the cap
+  /// order of several indexes with `cap_victim` / `evict_cap`. The cap order is still kept
+  /// (when max_entries > 0). Default false.
+  bool external_cap = false;
 };
 
 /// The index-level lookup request (built by the handler, spec/lookup.md §3.1 H8).
@@ -129,6 +155,15 @@ struct global_facts {
   std::int64_t total_keys = 0;
 };
 
+/// The next §4.6 cap victim of an index: its order key across indexes.
+struct cap_head {
+  std::uint32_t count = 0;      ///< effectiveCount (access count in LFU tenants, 0 in LRU)
+  micros last_seen = 0;
+  std::string tenant;           ///< ties between indexes break by tenant name
+};
+/// Returns true when `a` is evicted before `b` (count, then last_seen, then tenant name).
+bool cap_before(const cap_head& a, const cap_head& b);
+
 /// Memory accounting of the index's own data structures (bytes, approximate).
 struct memory_breakdown {
   std::size_t key_records = 0;
@@ -201,7 +236,27 @@ class cache_index {
   /// sorted by model; models with 0 keys are absent.
   std::vector<std::pair<std::string, std::int64_t>> entries_by_model() const;
 
-  /// Returns the cross-tenant facts.
+  /// Returns the next §4.6 cap victim of this index (over its non-reserved partitions: min
+  /// of (effectiveCount, last_seen), ties by tenant name, then the partition's own order),
+  /// or nullopt when there is none. Non-const: it drops stale order refs.
+  std::optional<cap_head> cap_victim();
+  /// Evicts cap victims in §4.6 order while the next one sorts before `bound` (no bound:
+  /// any) and fewer than `max` were evicted in this call; counts them in
+  /// result.cap_evicted_lru / cap_evicted_lfu, records changes (cause cap, time `ts`) and
+  /// returns how many were evicted. The same code enforces the cap inside `ingest`.
+  std::int64_t evict_cap(const std::optional<cap_head>& bound, std::int64_t max, micros ts,
+                         change_log* changes, ingest_result& result);
+
+  /// Moves every tenant partition (with its policy and quota) into an index of its own,
+  /// built with `per_tenant` options, leaving this index empty (facts zero; when this index
+  /// has `options.shared`, its facts are subtracted from it). Adds each new index's facts
+  /// to `per_tenant.shared` when set. Sorted by tenant name. `per_tenant` should differ
+  /// from this index's options only in `shared` / `external_cap`. LFU refs taken from this
+  /// index before the split do not credit the new ones.
+  std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> split_tenants(
+      const index_options& per_tenant);
+
+  /// Returns this index's own cross-tenant facts (not the shared totals).
   const global_facts& facts() const { return facts_; }
   /// Returns the options the index was built with.
   const index_options& options() const { return options_; }
@@ -226,10 +281,17 @@ class cache_index {
 
  private:
   friend class snapshot_access;  // index/snapshot_codec.cpp reads and rebuilds the state
+  struct facts_guard;            // publishes a public call's change of facts_ to shared
 
   tenant_partition* find_partition(std::string_view tenant) const;
   tenant_partition& partition(std::string_view tenant);
   void enforce_cap(micros now, change_log* changes, ingest_result& result);
+  /// Returns the partition holding the next cap victim (and the victim), or nullptr.
+  tenant_partition* next_cap_victim(cap_candidate& victim);
+  std::int64_t evict_cap_impl(const cap_head* bound, std::int64_t max, micros ts,
+                              change_log* changes, ingest_result& result);
+  /// Adds facts_ − before to options_.shared (when set).
+  void publish_facts(const global_facts& before);
   const policy::resolved_policy& policy_of(std::string_view tenant) const;
 
   index_options options_;

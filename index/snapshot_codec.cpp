@@ -307,7 +307,12 @@ class snapshot_access {
     }
 
     bool finish(std::string* error) {
-      if (stage_ == stage::done) return true;
+      if (stage_ == stage::done) {
+        // The facts are final and checked: count them in the shared totals (once).
+        if (!published_) idx_.publish_facts(global_facts{});
+        published_ = true;
+        return true;
+      }
       if (stage_ != stage::failed) {
         error_ = "snapshot truncated at offset " + std::to_string(offset_ + pending_.size()) +
                  " (inside " + stage_name() + ")";
@@ -761,6 +766,8 @@ class snapshot_access {
     XXH3_state_t hash_;
     const char* run_start_ = nullptr;
     std::uint32_t tenants_ = 0;
+    /// Whether `finish` added the loaded facts to `options.shared`.
+    bool published_ = false;
 
     // The tenant being loaded.
     tenant_partition* part_ = nullptr;

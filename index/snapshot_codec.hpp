@@ -76,6 +76,8 @@ class snapshot_loader {
 
   /// Checks that the stream ended exactly at the end record (whose checksum and global facts
   /// matched). Returns false and sets `*error` when it is truncated or an earlier call failed.
+  /// On success (first call only) adds the loaded facts to the target's `options.shared`
+  /// when set; a failed or unfinished load adds nothing.
   bool finish(std::string* error);
 
  private:

@@ -181,6 +181,15 @@ tenant_partition::~tenant_partition() {
   }
 }
 
+void tenant_partition::rebind(std::uint32_t slot, global_facts* facts,
+                              const index_options* options) {
+  const bool tracked = cap_tracked();
+  slot_ = slot;
+  facts_ = facts;
+  options_ = options;
+  if (tracked != cap_tracked()) rebuild_cap_order();
+}
+
 void tenant_partition::set_policy(const policy::resolved_policy& policy) {
   const bool mode_changed = policy.eviction != policy_.eviction;
   policy_ = policy;

@@ -1,10 +1,11 @@
 // One tenant's slice of the index: prefix keys, per-replica entries, stats rows, the
 // secondary counters of spec/lookup.md §2.4 and the eviction orders (cap, quota).
 //
-// `tenant_partition` is the unit a later per-tenant actor split would own. It shares only a
-// `global_facts` record with its siblings (total entries, reserved entries, total keys),
-// which it updates in lockstep with its own counters. `cache_index` owns the partitions and
-// runs the cross-tenant parts (global cap victim merge, cold-start carve-out).
+// `tenant_partition` shares only a `global_facts` record with its siblings (total entries,
+// reserved entries, total keys), which it updates in lockstep with its own counters.
+// `cache_index` owns the partitions and runs the cross-tenant parts (global cap victim
+// merge, cold-start carve-out); `cache_index::split_tenants` moves partitions between
+// indexes (`rebind`).
 //
 // Layout (see index/README.md): keys live in a chunked slab of 32-byte `key_record`s
 // addressed by a linear-probing table of 4-byte tagged slots; a key's replica entries
@@ -158,6 +159,11 @@ class tenant_partition {
 
   const std::string& name() const { return name_; }
   bool reserved() const { return reserved_; }
+  /// The partition's slot in its index (`entry_ref::tenant_slot`).
+  std::uint32_t slot() const { return slot_; }
+  /// Moves the partition to another index (`cache_index::split_tenants`): new slot, facts
+  /// and options; rebuilds the cap order when whether it is kept changes.
+  void rebind(std::uint32_t slot, global_facts* facts, const index_options* options);
   /// Distinct keys (prefixes_by_tenant).
   std::int64_t keys() const { return keys_; }
   /// (key, replica) entries.
