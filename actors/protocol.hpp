@@ -2,23 +2,27 @@
 // interfaces (sender, handler, reply). Included only by actors/runtime.cpp: callers use the
 // CAF-free facade in actors/runtime.hpp.
 //
-//   journal actor  <- runtime::append            append(append_msg)
-//   journal actor  -> index actor                apply(committed_batch)
-//   gateway thread -> index actor                credit() (drains the credit buffer), subscribe(subscriber)
-//   HTTP thread    -> index actor (request)      snapnow() / probe(request)
-//
-// Reads (lookups, GetCacheState, /snapshot, /metrics) do not go through actors: they take
-// the shared side of the index lock (actors/rw_lock.hpp) on the caller's thread.
-//   index actor    -> snapshot writer (request)  snapwrite(snapshot_job) -> snapshot_report
+//   runtime::append        -> journal actor       append(append_msg)
+//   journal actor          -> coordinator         apply(committed_batch)      in journal order
+//   coordinator            -> tenant actor        apply(tenant_record) / sweep(at)
+//   coordinator            -> policy actor        policy(policy_change) -> policy_reply
+//   policy actor           -> tenant actors       policy(policy_ptr)           (broadcast)
+//   tenant actor           -> coordinator         drained() / excldone(exclusive_done)
+//   coordinator            -> tenant actors       caphead() / capevict(cap_order) / hold() / release()
+//   coordinator            -> snapshot writer     snapwrite(snapshot_job) / read(read_job)
+//   gateway thread         -> tenant actor        lookup(lookup_call) / cstate(state_call)
+//   HTTP thread            -> coordinator         probe(probe_call) / snapnow() / read(read_job)
 //
 // Messages are local only (never serialised), so types are allowed with
 // CAF_ALLOW_UNSAFE_MESSAGE_TYPE instead of inspect().
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,11 +32,12 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
-#include "actors/chunk_pipe.hpp"
+#include "actors/deadline_timer.hpp"
 #include "actors/messages.hpp"
 #include "actors/probe.hpp"
 #include "actors/record_codec.hpp"
 #include "actors/runtime.hpp"
+#include "actors/tenant_state.hpp"
 #include "index/cache_index.hpp"
 #include "index/types.hpp"
 
@@ -42,11 +47,20 @@ namespace ic::actors {
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using more_atom = caf::atom_constant<caf::atom("sweepmore")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
-using credit_atom = caf::atom_constant<caf::atom("credit")>;
-using sub_atom = caf::atom_constant<caf::atom("subscribe")>;
+using drained_atom = caf::atom_constant<caf::atom("drained")>;
+using excl_atom = caf::atom_constant<caf::atom("excldone")>;
+using policy_atom = caf::atom_constant<caf::atom("policy")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using state_atom = caf::atom_constant<caf::atom("cstate")>;
+using caphead_atom = caf::atom_constant<caf::atom("caphead")>;
+using capevict_atom = caf::atom_constant<caf::atom("capevict")>;
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
 using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
 using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
+using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 
 /// One input to journal (journal actor <- runtime::append).
@@ -57,7 +71,7 @@ struct append_msg {
   std::size_t slot = 0;
 };
 
-/// One journaled record on its way to the index (journal actor -> index actor).
+/// One journaled record on its way to the coordinator.
 struct committed {
   std::uint64_t seq = 0;
   std::uint32_t kind = 0;
@@ -71,64 +85,203 @@ struct committed_batch {
   std::vector<committed> items;
 };
 
-/// LFU credit of delivered lookups.
-using credit_list = std::vector<index::scored_replica>;
-
-/// Credits collected from the lookup threads. A lookup appends its hits; the first one into
-/// an empty buffer sends one `credit()` to the index actor, which drains everything gathered
-/// by then under a single write lock (instead of one message and one lock per lookup).
-struct credit_buffer {
-  std::mutex mu;
-  credit_list hits;
-  bool scheduled = false;
+/// A decoded record for one tenant (coordinator -> tenant actor).
+struct tenant_record {
+  std::uint64_t seq = 0;
+  decoded_record rec;
+  std::shared_ptr<append_sink> sink;
+  std::size_t slot = 0;
+  /// Applied while nothing else is in flight; the tenant hands the result back to the
+  /// coordinator (which runs the global cap and answers the sink) instead of answering.
+  bool exclusive = false;
+  /// Entries this update may add (reserved in the coordinator's headroom until applied).
+  std::int64_t growth = 0;
 };
 
-/// A snapshot being streamed to the snapshot writer: the index actor pushes its chunks into
-/// `pipe` while the writer stores them.
+/// A TTL sweep for one tenant.
+struct sweep_order {
+  index::micros at = 0;
+};
+
+/// An exclusive update applied by its tenant (tenant actor -> coordinator).
+struct exclusive_done {
+  tenant_record item;
+  index::ingest_result result;
+  /// The update's own time (cap change records carry it).
+  index::micros ts = 0;
+};
+
+/// A tenant's next cap victim (reply to caphead).
+struct cap_head_reply {
+  std::optional<index::cap_head> head;
+};
+
+/// Evict while before `bound`, at most `max` (coordinator -> tenant actor).
+struct cap_order {
+  std::optional<index::cap_head> bound;
+  std::int64_t max = 0;
+  index::micros ts = 0;
+};
+
+/// What one capevict did (reply).
+struct cap_evicted {
+  std::int64_t lru = 0;
+  std::int64_t lfu = 0;
+  std::optional<index::cap_head> next;
+};
+
+/// A LookupRoute ask: answered once, by the tenant actor or at the deadline by the timer.
+struct lookup_call final : expiring {
+  index::lookup_route_request request;
+  std::function<void(std::optional<index::lookup_route_response>)> done;
+  std::atomic<bool> claimed{false};
+  bool claim() { return !claimed.exchange(true); }
+  void expire() override {
+    if (claim()) std::exchange(done, nullptr)(std::nullopt);
+  }
+  bool settled() const override { return claimed.load(); }
+};
+using lookup_call_ptr = std::shared_ptr<lookup_call>;
+
+/// A GetCacheState ask, like `lookup_call`.
+struct state_call final : expiring {
+  std::string model;
+  std::function<void(std::optional<index::cache_state_view>)> done;
+  std::atomic<bool> claimed{false};
+  bool claim() { return !claimed.exchange(true); }
+  void expire() override {
+    if (claim()) std::exchange(done, nullptr)(std::nullopt);
+  }
+  bool settled() const override { return claimed.load(); }
+};
+using state_call_ptr = std::shared_ptr<state_call>;
+
+/// A /probe run, queued with the journaled inputs so it never interleaves with them.
+struct probe_call {
+  probe_request request;
+  std::function<void(const probe_outcome&)> done;
+};
+using probe_call_ptr = std::shared_ptr<probe_call>;
+
+/// What a frozen read sees: every tenant (name order) with no mutation running.
+struct frozen_view {
+  const policy::policy_store* policies = nullptr;
+  std::vector<const tenant_state*> tenants;
+  const index::shared_facts* facts = nullptr;
+};
+
+/// A read of every tenant at a consistent point (run by the snapshot writer's thread).
+struct read_job {
+  std::function<void(const frozen_view&)> run;
+  /// Filled in by the coordinator once every tenant is quiescent.
+  frozen_view view;
+};
+
+/// A snapshot to write: every tenant as of `covering_seq`.
 struct snapshot_job {
   std::uint64_t covering_seq = 0;
-  std::shared_ptr<chunk_pipe> pipe;
+  policy_ptr policies;
+  std::vector<std::shared_ptr<tenant_state>> tenants;
 };
-using subscriber_ptr = std::shared_ptr<event_subscriber>;
 
 }  // namespace ic::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::append_msg)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::committed_batch)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::subscriber_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::tenant_record)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::sweep_order)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::exclusive_done)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::cap_head_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::cap_order)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::cap_evicted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::lookup_call_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::state_call_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_call_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::read_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_request)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_outcome)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::policy_ptr)
 
 namespace ic::actors {
 
-/// The index actor: sole owner of `index_state` once the runtime started.
-///   apply(batch)            <- journal actor; applies, tells subscribers and sinks
-///   credit()                gives the buffered LFU credit of delivered lookups (which read the index
-///                           directly, under the shared side of the index lock)
-///   subscribe(subscriber)   registers an observer
-///   snapnow()               takes a snapshot now -> snapshot_report once it is written
-///   probe(request)          -> probe_outcome (the /probe self-test, not journaled)
-using index_actor = caf::typed_actor<
-    caf::reacts_to<apply_atom, committed_batch>,
-    caf::reacts_to<credit_atom>,
-    caf::reacts_to<sub_atom, subscriber_ptr>,
-    caf::replies_to<snapnow_atom>::with<snapshot_report>,
-    caf::replies_to<probe_atom, probe_request>::with<probe_outcome>>;
+/// A tenant actor: sole owner of one tenant's `tenant_state`, created on the tenant's first
+/// record and living until shutdown.
+///   apply(record)        <- coordinator: applies, tells subscribers, answers the sink (or,
+///                           exclusive, hands the result back with excldone)
+///   sweep(order)         <- coordinator: TTL sweep in slices (sweepmore), lookups between
+///   policy(set)          <- policy actor: the new policy set
+///   probe(call)          <- coordinator: the /probe self-test (reserved tenant only)
+///   lookup(call)         <- gateway: decide, claim, answer, credit LFU
+///   cstate(call)         <- gateway: GetCacheState
+///   caphead()            -> cap_head_reply            (coordinator, while nothing is in flight)
+///   capevict(order)      -> cap_evicted
+///   hold() -> bool / release()   LFU credits wait while a frozen read runs
+using tenant_actor = caf::typed_actor<
+    caf::reacts_to<apply_atom, tenant_record>, caf::reacts_to<sweep_atom, sweep_order>,
+    caf::reacts_to<more_atom>, caf::reacts_to<policy_atom, policy_ptr>,
+    caf::reacts_to<probe_atom, probe_call_ptr>, caf::reacts_to<lookup_atom, lookup_call_ptr>,
+    caf::reacts_to<state_atom, state_call_ptr>,
+    caf::replies_to<caphead_atom>::with<cap_head_reply>,
+    caf::replies_to<capevict_atom, cap_order>::with<cap_evicted>,
+    caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>>;
+
+/// A policy change for the policy actor: the journaled JSON and the tenants to tell.
+struct policy_change {
+  std::string canonical_json;
+  std::vector<tenant_actor> tenants;
+};
+/// The policy actor's answer: the new set (or why the JSON did not decode).
+struct policy_reply {
+  bool ok = true;
+  std::string error;
+  policy_ptr policies;
+};
+
+}  // namespace ic::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::policy_change)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::policy_reply)
+
+namespace ic::actors {
+
+/// The policy actor: holds the policy set in force; applies a journaled change, broadcasts
+/// it to every tenant actor and publishes it for the gateway's lookup budgets.
+///   policy(change) -> policy_reply
+using policy_actor =
+    caf::typed_actor<caf::replies_to<policy_atom, policy_change>::with<policy_reply>>;
+
+/// The coordinator: the small actor behind the cross-tenant facts. It dispatches committed
+/// records to tenant actors in journal order (creating tenants on first use), keeps the
+/// global cap exact (headroom while far from the cap; an exclusive update plus a cap merge
+/// over the tenants' cap orders when close), broadcasts TTL sweeps, sequences policy changes
+/// through the policy actor, and runs snapshots and frozen reads at quiescent points.
+///   apply(batch)      <- journal actor
+///   drained()         <- the tenant that finished the last record in flight
+///   excldone(done)    <- the tenant of an exclusive update
+///   probe(call)       <- HTTP thread (queued behind earlier records)
+///   snapnow()         -> snapshot_report
+///   read(job)         <- HTTP thread: run `job` when every tenant is quiescent
+using coordinator_actor =
+    caf::typed_actor<caf::reacts_to<apply_atom, committed_batch>, caf::reacts_to<drained_atom>,
+                     caf::reacts_to<excl_atom, exclusive_done>,
+                     caf::reacts_to<probe_atom, probe_call_ptr>,
+                     caf::replies_to<snapnow_atom>::with<snapshot_report>,
+                     caf::reacts_to<read_atom, read_job>>;
 
 /// The journal actor: the single writer.
 ///   append(msg)  queues an input; a self-sent flush writes everything queued as one group
-///   flush()      appends the queue to the journal, hands the batch to the index actor
+///   flush()      appends the queue to the journal, hands the batch to the coordinator
 ///   sweep()      queues a TTL sweep record and re-arms the timer
 using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
                                        caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>>;
 
-/// The snapshot writer (detached: RocksDB writes block): stores a serialised snapshot, keeps
-/// the newest `keep` snapshots, and truncates the journal through the snapshot's sequence.
+/// The snapshot writer (detached: RocksDB writes block): serialises and stores a snapshot,
+/// keeps the newest `keep`, truncates the journal through the snapshot's sequence; and runs
+/// frozen reads (/snapshot, metrics) off the actors' threads.
 ///   snapwrite(job) -> snapshot_report
+///   read(job)      -> bool
 using snapshot_actor =
-    caf::typed_actor<caf::replies_to<snapwrite_atom, snapshot_job>::with<snapshot_report>>;
-
+    caf::typed_actor<caf::replies_to<snapwrite_atom, snapshot_job>::with<snapshot_report>,
+                     caf::replies_to<read_atom, read_job>::with<bool>>;
 
 }  // namespace ic::actors

@@ -4,8 +4,8 @@
 // journal.proto): the time it was first applied plus exactly one payload. The journal's
 // record type tag says which payload (`record_kind`). Encoding embeds the producer's
 // already-serialized message bytes, so the live path never re-encodes what it received;
-// decoding yields the index's plain structs, and the live path and replay apply them
-// through the same code (actors/index_state.hpp).
+// decoding yields the index's plain structs, which the tenant actors apply live and
+// `tenant_set` applies on replay (actors/tenant_state.hpp).
 //
 //   std::string bytes = encode_record(record_kind::update, now_us, update_proto_bytes);
 //   auto rec = decode_record(record_kind::update, bytes);   // -> decoded_record or error

@@ -1,18 +1,22 @@
 #include "actors/runtime.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <deque>
 #include <future>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
+#include <unordered_map>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/index_state.hpp"
+#include "actors/deadline_timer.hpp"
 #include "actors/protocol.hpp"
-#include "actors/rw_lock.hpp"
 #include "actors/snapshot_io.hpp"
+#include "actors/tenant_state.hpp"
 #include "actors/test_hooks.hpp"
 #include "journal/log.hpp"
 
@@ -21,40 +25,10 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
-                                                  std::size_t keep) {
-  return {
-      [=](snapwrite_atom, snapshot_job& job) -> snapshot_report {
-        const auto t0 = std::chrono::steady_clock::now();
-        snapshot_report r;
-        r.covering_seq = job.covering_seq;
-        auto fail = [&](const journal::status& st) {
-          r.ok = false;
-          r.error = st.to_string();
-          return r;
-        };
-        auto fail_and_stop = [&](const journal::status& st) {
-          job.pipe->abort();
-          return fail(st);
-        };
-        auto writer = log->begin_snapshot(job.covering_seq);
-        if (!writer.ok()) return fail_and_stop(writer.status());
-        std::string chunk;
-        while (job.pipe->pop(chunk)) {
-          r.bytes += chunk.size();
-          if (auto st = writer->add_chunk(chunk); !st.ok()) return fail_and_stop(st);
-        }
-        if (!job.pipe->complete())
-          return fail(journal::status(journal::errc::internal, "snapshot serialisation aborted"));
-        auto info = writer->finish();
-        if (!info.ok()) return fail(info.status());
-        if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
-        if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
-        r.ok = true;
-        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-        return r;
-      },
-  };
+index::micros now_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 /// Installs the fail-fast policy of the runtime's stateful actors: an exception escaping a
@@ -77,56 +51,116 @@ void fail_fast_on_exceptions(Self* self, const char* name) {
   });
 }
 
-index::micros now_micros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-/// Shared, read-mostly policy view for callers that need a tenant's budget before asking.
+/// The policy set in force, for callers that need a tenant's budget before asking (the
+/// policy actor publishes every change here).
 struct policy_cell {
-  std::shared_ptr<const policy::policy_store> store;
-  policy::resolved_policy resolve(const std::string& tenant) const {
-    auto s = std::atomic_load(&store);
-    return s->resolve(tenant);
-  }
-  void publish(const policy::policy_store& current) {
-    std::atomic_store(&store, std::shared_ptr<const policy::policy_store>(
-                                  std::make_shared<policy::policy_store>(current)));
-  }
+  policy_ptr store;
+  policy_ptr get() const { return std::atomic_load(&store); }
+  void publish(policy_ptr p) { std::atomic_store(&store, std::move(p)); }
 };
 
-/// When the index actor takes snapshots.
-struct snapshot_policy {
-  std::chrono::nanoseconds interval{};
-  std::uint64_t every_records = 0;
+/// StreamCacheEvents subscribers. Tenant actors publish their changes here (each tenant's
+/// changes from its one actor, so per-tenant order holds); offers never block.
+class event_bus {
+ public:
+  void add(subscriber_ptr sub, runtime_probe* probe) {
+    std::lock_guard<std::mutex> g(mu_);
+    prune_locked(probe);
+    subs_.push_back(std::move(sub));
+    active_.store(true, std::memory_order_release);
+  }
+  /// True while anyone listens (tenant actors skip change logging otherwise).
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  /// Drops ended subscribers, also those whose filter never matches again.
+  void prune(runtime_probe* probe) {
+    if (!active()) return;
+    std::lock_guard<std::mutex> g(mu_);
+    prune_locked(probe);
+  }
+  void publish(const index::change_log& changes, runtime_probe* probe) {
+    if (changes.empty()) return;
+    std::lock_guard<std::mutex> g(mu_);
+    for (const auto& c : changes) {
+      for (auto& sub : subs_) {
+        if (sub && sub->filter().matches(c) && !sub->offer(c)) drop(sub, probe);
+      }
+    }
+    prune_locked(probe);
+  }
+
+ private:
+  static void drop(subscriber_ptr& sub, runtime_probe* probe) {
+    if (sub && sub->overflowed() && probe) probe->on_subscriber_dropped();
+    sub.reset();
+  }
+  void prune_locked(runtime_probe* probe) {
+    for (auto& sub : subs_)
+      if (sub && !sub->alive()) drop(sub, probe);
+    subs_.erase(std::remove(subs_.begin(), subs_.end(), nullptr), subs_.end());
+    active_.store(!subs_.empty(), std::memory_order_release);
+  }
+
+  std::mutex mu_;
+  std::vector<subscriber_ptr> subs_;
+  std::atomic<bool> active_{false};
 };
 
-/// What the index actor starts with (after recovery).
-struct index_actor_config {
-  std::shared_ptr<index_state> st;
-  /// LFU credits from the lookup threads, drained by `credit()`.
-  credit_buffer* credits = nullptr;
-  /// Guards `st` against concurrent lookups: this actor takes the write side to mutate; its
-  /// own reads need no lock (it is the only writer).
-  rw_lock* lock = nullptr;
+/// Tenant name -> tenant actor, for the gateway's asks (written by the coordinator).
+class tenant_directory {
+ public:
+  std::optional<tenant_actor> find(const std::string& tenant) const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = map_.find(tenant);
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void add(const std::string& tenant, tenant_actor a) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    map_.emplace(tenant, std::move(a));
+  }
+  std::vector<tenant_actor> all() const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    std::vector<tenant_actor> out;
+    for (const auto& [_, a] : map_) out.push_back(a);
+    return out;
+  }
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, tenant_actor> map_;
+};
+
+/// What the actors share besides messages: the in-flight gauge of the coordinator's
+/// dispatch, the cross-tenant totals, the event bus and the metrics probe.
+struct runtime_shared {
+  /// Records dispatched to tenant actors and not yet applied.
+  std::atomic<std::int64_t> inflight{0};
+  /// Entries those records may still add (the global cap's headroom reservation).
+  std::atomic<std::int64_t> pending_growth{0};
+  /// Set by the coordinator while it waits for `inflight` to reach 0.
+  std::atomic<bool> wants_drain{false};
+  coordinator_actor coordinator;
+  std::shared_ptr<index::shared_facts> facts;
+  event_bus bus;
+  policy_cell policies;
+  tenant_directory directory;
   runtime_probe* probe = nullptr;
-  policy_cell* policies = nullptr;
-  snapshot_actor writer;
-  snapshot_policy snap;
-  std::uint64_t last_applied_seq = 0;
-  std::uint64_t last_snapshot_seq = 0;
-};
+  deadline_timer* timer = nullptr;
+  std::chrono::milliseconds test_delay{0};
+  state_options options;
 
-/// The index actor's state: its configuration plus what it tracks while running.
-struct index_actor_state : index_actor_config {
-  std::vector<subscriber_ptr> subscribers;
-  index::change_log changes;
-  steady::time_point last_snapshot_at = steady::now();
-  steady::time_point snapshot_backoff_until{};
-  bool snapshot_running = false;
-  /// `snapnow` requests waiting for the running snapshot to finish.
-  std::vector<caf::typed_response_promise<snapshot_report>> snapshot_waiters;
+  /// A tenant finished one dispatched record (after its effects are in the totals).
+  void finished_one(std::int64_t growth) {
+    if (growth != 0) pending_growth.fetch_sub(growth);
+    if (inflight.fetch_sub(1) == 1 && wants_drain.exchange(false))
+      caf::anon_send(coordinator, drained_atom::value);
+  }
+  /// True when nothing is in flight; otherwise `drained()` reaches the coordinator later.
+  bool drained_now() {
+    if (inflight.load() == 0) return true;
+    wants_drain.store(true);
+    return inflight.load() == 0 && wants_drain.exchange(false);
+  }
 };
 
 void log_snapshot(const snapshot_report& r) {
@@ -137,195 +171,679 @@ void log_snapshot(const snapshot_report& r) {
     spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
 }
 
-/// Forgets one subscriber (counting it when it fell behind its buffer).
-void drop_subscriber(index_actor_state& s, subscriber_ptr& sub) {
-  if (sub && sub->overflowed() && s.probe) s.probe->on_subscriber_dropped();
-  sub.reset();
+// ------------------------------------------------------------------------- snapshot writer
+
+snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
+                                                  std::size_t keep) {
+  return {
+      [=](snapwrite_atom, snapshot_job& job) -> snapshot_report {
+        const auto t0 = steady::now();
+        snapshot_report r;
+        r.covering_seq = job.covering_seq;
+        auto fail = [&](const journal::status& st) {
+          r.ok = false;
+          r.error = st.to_string();
+          return r;
+        };
+        auto writer = log->begin_snapshot(job.covering_seq);
+        if (!writer.ok()) return fail(writer.status());
+        std::vector<const tenant_state*> tenants;
+        for (const auto& t : job.tenants) tenants.push_back(t.get());
+        journal::status add_error = journal::status::success();
+        const bool ok = write_state_snapshot(*job.policies, tenants, [&](std::string_view c) {
+          r.bytes += c.size();
+          add_error = writer->add_chunk(c);
+          return add_error.ok();
+        });
+        if (!ok) return fail(add_error);
+        auto info = writer->finish();
+        if (!info.ok()) return fail(info.status());
+        if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
+        if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
+        r.ok = true;
+        r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
+        return r;
+      },
+      [](read_atom, read_job& job) -> bool {
+        job.run(job.view);
+        return true;
+      },
+  };
 }
 
-/// Drops every subscriber that ended, also those whose filter never matches again.
-void prune_subscribers(index_actor_state& s) {
-  for (auto& sub : s.subscribers)
-    if (sub && !sub->alive()) drop_subscriber(s, sub);
-  s.subscribers.erase(std::remove(s.subscribers.begin(), s.subscribers.end(), nullptr),
-                      s.subscribers.end());
+// ---------------------------------------------------------------------------- policy actor
+
+policy_actor::behavior_type policy_actor_impl(policy_actor::pointer self, runtime_shared* sh) {
+  fail_fast_on_exceptions(self, "policy");
+  return {
+      [=](policy_atom, policy_change& change) -> policy_reply {
+        policy_reply reply;
+        auto set = policy::policy_store::from_bytes(change.canonical_json);
+        if (!set.has_value()) {
+          reply.ok = false;
+          reply.error = set.error();
+          reply.policies = sh->policies.get();
+          return reply;
+        }
+        auto next = std::make_shared<policy::policy_store>(*sh->policies.get());
+        next->apply(set.value());
+        reply.policies = std::move(next);
+        // Tenants hear of it before the coordinator dispatches anything newer (it waits for
+        // this reply), so every tenant applies the change in journal order.
+        for (auto& t : change.tenants) self->send(t, policy_atom::value, reply.policies);
+        sh->policies.publish(reply.policies);
+        return reply;
+      },
+  };
 }
 
-/// Key slots per write-lock hold of a TTL sweep (~0.3 ms each; 59 ms for a whole 10 M-entry
-/// sweep).
+// ---------------------------------------------------------------------------- tenant actor
+
+/// Key slots per TTL sweep slice (~0.3 ms); lookups are answered between slices.
 constexpr std::size_t kSweepSliceKeys = 65536;
 
-/// Chunks buffered between the serialiser and the snapshot writer (1 MiB each).
-constexpr std::size_t kSnapshotPipeChunks = 8;
+struct tenant_actor_state {
+  std::shared_ptr<tenant_state> st;
+  runtime_shared* sh = nullptr;
+  index::change_log changes;
+  /// LFU credits wait here while a frozen read runs.
+  bool held = false;
+  std::vector<index::scored_replica> held_credits;
+  /// A sweep in slices; mutations that arrive meanwhile wait in `deferred`, in order.
+  bool sweeping = false;
+  index::cache_index::sweep_cursor cursor;
+  index::micros sweep_at = 0;
+  index::sweep_result sweep_result;
+  std::deque<std::function<void()>> deferred;
+};
 
-/// Starts a snapshot covering everything applied so far: asks the writer to store it, then
-/// serialises into the pipe on the index actor's thread. Ingest waits meanwhile (the pipe
-/// drains at journal speed, ~1 s per 10 M entries); lookups do not, as they read under the
-/// shared lock and serialising only reads. Calls `done` with the writer's report.
-template <class Self>
-void take_snapshot(Self* self, std::function<void(const snapshot_report&)> done) {
-  auto& s = self->state;
-  s.snapshot_running = true;
-  s.last_snapshot_at = steady::now();
-  snapshot_job job{s.last_applied_seq, std::make_shared<chunk_pipe>(kSnapshotPipeChunks)};
-  auto pipe = job.pipe;
-  auto finished = [=](snapshot_report& r) mutable {
-    self->state.snapshot_running = false;
-    if (r.ok) {
-      self->state.last_snapshot_seq = r.covering_seq;
-    } else {
-      // Do not retry on every batch: wait an interval (at least a minute) first.
-      self->state.snapshot_backoff_until =
-          steady::now() + std::max<steady::duration>(
-                              std::chrono::minutes(1),
-                              std::chrono::duration_cast<steady::duration>(self->state.snap.interval));
-    }
-    log_snapshot(r);
-    done(r);
-    // Requests that arrived while this snapshot ran (a stop's final snapshot) get a snapshot
-    // of their own when anything was applied since this one covered.
-    auto& st = self->state;
-    if (!st.snapshot_waiters.empty()) {
-      auto waiters = std::move(st.snapshot_waiters);
-      st.snapshot_waiters.clear();
-      auto deliver_all = [waiters](const snapshot_report& report) mutable {
-        for (auto& w : waiters) w.deliver(report);
-      };
-      if (st.last_applied_seq != st.last_snapshot_seq) {
-        take_snapshot(self, deliver_all);
-      } else {
-        deliver_all(r);
-      }
-    }
-  };
-  self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(job))
-      .then(finished, [=](caf::error& err) mutable {
-        snapshot_report r;
-        r.covering_seq = self->state.last_applied_seq;
-        r.error = "snapshot writer: " + caf::to_string(err);
-        finished(r);
-      });
-  write_state_snapshot(*s.st, [&](std::string_view c) { return pipe->push(std::string(c)); });
-  pipe->close();
+using tenant_pointer = tenant_actor::stateful_pointer<tenant_actor_state>;
+
+index::change_log* change_sink(tenant_actor_state& s) {
+  s.changes.clear();
+  if (!s.sh->bus.active()) return nullptr;
+  s.sh->bus.prune(s.sh->probe);
+  return s.sh->bus.active() ? &s.changes : nullptr;
 }
 
-index_actor::behavior_type index_actor_impl(index_actor::stateful_pointer<index_actor_state> self,
-                                            index_actor_config cfg) {
-  fail_fast_on_exceptions(self, "index");
-  static_cast<index_actor_config&>(self->state) = std::move(cfg);
+void publish(tenant_actor_state& s) {
+  if (s.changes.empty()) return;
+  s.sh->bus.publish(s.changes, s.sh->probe);
+  if (s.changes.capacity() > (std::size_t{1} << 16)) index::change_log().swap(s.changes);
+  s.changes.clear();
+}
+
+void run_deferred(tenant_actor_state& s) {
+  while (!s.sweeping && !s.deferred.empty()) {
+    auto work = std::move(s.deferred.front());
+    s.deferred.pop_front();
+    work();
+  }
+}
+
+void apply_record(tenant_pointer self, tenant_record& r) {
+  auto& s = self->state;
+  index::change_log* changes = change_sink(s);
+  append_result ack;
+  ack.seq = r.seq;
+  index::ingest_result ingest;
+  index::micros ts = r.rec.applied_at_us;
+  if (auto* u = std::get_if<index::cache_state_update>(&r.rec.payload)) {
+    ingest = s.st->ingest(*u, r.rec.applied_at_us, changes);
+    if (u->timestamp_us != 0) ts = u->timestamp_us;
+  } else if (auto* e = std::get_if<index::cache_event>(&r.rec.payload)) {
+    s.st->apply_event(*e, r.rec.applied_at_us, changes);
+  }
+  publish(s);
+  if (r.exclusive) {
+    // The coordinator runs the global cap, then answers the sink and the metrics.
+    self->send(s.sh->coordinator, excl_atom::value, exclusive_done{std::move(r), ingest, ts});
+    s.sh->finished_one(0);
+    return;
+  }
+  if (s.sh->probe && std::holds_alternative<index::cache_state_update>(r.rec.payload))
+    s.sh->probe->on_ingest(s.st->tenant(), ingest);
+  ack.reason_code = std::string(ingest.first_drop_reason);
+  if (r.sink) r.sink->on_applied(r.slot, ack);
+  s.sh->finished_one(r.growth);
+}
+
+void sweep_slice(tenant_pointer self) {
+  auto& s = self->state;
+  index::change_log* changes = change_sink(s);
+  const bool done = s.st->sweep_step(s.sweep_at, s.cursor, kSweepSliceKeys, changes, s.sweep_result);
+  publish(s);
+  if (!done) {
+    self->send(self, more_atom::value);
+    return;
+  }
+  s.sweeping = false;
+  if (s.sh->probe) s.sh->probe->on_sweep(s.sweep_result);
+  s.sh->finished_one(0);
+  run_deferred(s);
+}
+
+void start_sweep(tenant_pointer self, index::micros at) {
+  auto& s = self->state;
+  s.sweeping = true;
+  s.cursor = {};
+  s.sweep_at = at;
+  s.sweep_result = {};
+  sweep_slice(self);
+}
+
+void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& credit) {
+  if (credit.empty()) return;
+  if (s.held) {
+    s.held_credits.insert(s.held_credits.end(), std::make_move_iterator(credit.begin()),
+                          std::make_move_iterator(credit.end()));
+  } else {
+    s.st->credit(credit);
+  }
+}
+
+tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_ptr<tenant_state> st,
+                                              runtime_shared* sh) {
+  fail_fast_on_exceptions(self, "tenant");
+  self->state.st = std::move(st);
+  self->state.sh = sh;
+  return {
+      [=](apply_atom, tenant_record& r) {
+        if (self->state.sweeping) {
+          auto held = std::make_shared<tenant_record>(std::move(r));
+          self->state.deferred.emplace_back([self, held] { apply_record(self, *held); });
+          return;
+        }
+        apply_record(self, r);
+      },
+      [=](sweep_atom, sweep_order order) {
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back([self, order] { start_sweep(self, order.at); });
+          return;
+        }
+        start_sweep(self, order.at);
+      },
+      [=](more_atom) { sweep_slice(self); },
+      [=](policy_atom, policy_ptr& p) {
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back([self, p] { self->state.st->set_policies(p); });
+          return;
+        }
+        self->state.st->set_policies(std::move(p));
+      },
+      [=](probe_atom, probe_call_ptr& call) {
+        auto run = [self, call] {
+          call->done(self->state.st->probe(call->request, now_micros()));
+          self->state.sh->finished_one(0);
+        };
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back(run);
+          return;
+        }
+        run();
+      },
+      [=](lookup_atom, lookup_call_ptr& call) {
+        if (call->claimed.load()) return;  // the deadline answered already
+        auto& s = self->state;
+        if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
+        const auto deadline = call->deadline;
+        lookup_outcome out =
+            s.st->decide(call->request, now_micros(), [deadline] { return steady::now() > deadline; });
+        if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
+        // The timer keeps the call until its deadline: keep only the shell there.
+        call->request = {};
+        s.sh->timer->note_settled();
+        std::exchange(call->done, nullptr)(std::move(out.response));
+        give_credit(s, out.credit);
+      },
+      [=](state_atom, state_call_ptr& call) {
+        if (call->claimed.load()) return;
+        auto view = self->state.st->cache_state(call->model);
+        if (!call->claim()) return;
+        self->state.sh->timer->note_settled();
+        std::exchange(call->done, nullptr)(std::move(view));
+      },
+      [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },
+      [=](capevict_atom, const cap_order& order) {
+        auto& s = self->state;
+        index::change_log* changes = change_sink(s);
+        index::ingest_result r;
+        s.st->evict_cap(order.bound, order.max, order.ts, changes, r);
+        publish(s);
+        return cap_evicted{r.cap_evicted_lru, r.cap_evicted_lfu, s.st->cap_victim()};
+      },
+      [=](hold_atom) {
+        self->state.held = true;
+        return true;
+      },
+      [=](release_atom) {
+        auto& s = self->state;
+        s.held = false;
+        if (!s.held_credits.empty()) {
+          s.st->credit(s.held_credits);
+          s.held_credits.clear();
+        }
+      },
+  };
+}
+
+// ----------------------------------------------------------------------------- coordinator
+
+/// When the coordinator takes snapshots.
+struct snapshot_policy {
+  std::chrono::nanoseconds interval{};
+  std::uint64_t every_records = 0;
+};
+
+struct coordinator_config {
+  runtime_shared* sh = nullptr;
+  policy_actor policy;
+  snapshot_actor writer;
+  policy_ptr policies;
+  std::map<std::string, std::pair<tenant_actor, std::shared_ptr<tenant_state>>> tenants;
+  snapshot_policy snap;
+  std::uint64_t last_applied_seq = 0;
+  std::uint64_t last_snapshot_seq = 0;
+};
+
+/// A committed record waiting for dispatch, or a probe queued behind the records.
+struct queued {
+  tenant_record record;
+  probe_call_ptr probe;
+};
+
+/// A quiescent-point job: a snapshot (with its waiters) or a frozen read.
+struct quiet_job {
+  bool snapshot = false;
+  read_job read;
+  std::vector<caf::typed_response_promise<snapshot_report>> waiters;
+};
+
+enum class phase { running, draining, exclusive, policy, quiet };
+
+struct coordinator_state : coordinator_config {
+  std::deque<queued> queue;
+  std::deque<quiet_job> jobs;
+  phase now = phase::running;
+  // The exclusive update being capped.
+  std::optional<exclusive_done> excl;
+  std::map<std::string, std::optional<index::cap_head>> heads;
+  std::size_t heads_pending = 0;
+  std::size_t holds_pending = 0;
+  steady::time_point last_snapshot_at = steady::now();
+  steady::time_point snapshot_backoff_until{};
+  bool snapshot_queued = false;
+  bool snapshot_running = false;
+};
+
+using coordinator_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
+
+void pump(coordinator_pointer self);
+
+tenant_actor& ensure_tenant(coordinator_pointer self, const std::string& name) {
+  auto& s = self->state;
+  auto it = s.tenants.find(name);
+  if (it != s.tenants.end()) return it->second.first;
+  auto st = std::make_shared<tenant_state>(name, s.sh->options, s.sh->facts.get(), s.policies);
+  auto actor = self->system().spawn(tenant_actor_impl, st, s.sh);
+  s.sh->directory.add(name, actor);
+  return s.tenants.emplace(name, std::make_pair(actor, std::move(st))).first->second.first;
+}
+
+std::vector<tenant_actor> tenant_actors(const coordinator_state& s) {
+  std::vector<tenant_actor> out;
+  for (const auto& [_, t] : s.tenants) out.push_back(t.first);
+  return out;
+}
+
+void ack(const tenant_record& r, std::string reason = {}) {
+  if (r.sink) r.sink->on_applied(r.slot, append_result{true, std::move(reason), r.seq});
+}
+
+/// Ends the exclusive update: answers its sink and the metrics, resumes dispatch.
+void finish_exclusive(coordinator_pointer self) {
+  auto& s = self->state;
+  exclusive_done done = std::move(*s.excl);
+  s.excl.reset();
+  if (s.sh->probe) {
+    const auto& u = std::get<index::cache_state_update>(done.item.rec.payload);
+    s.sh->probe->on_ingest(u.tenant_id, done.result);
+  }
+  ack(done.item, std::string(done.result.first_drop_reason));
+  s.now = phase::running;
+  pump(self);
+}
+
+/// One step of the cap merge: the tenant whose next victim is first evicts while it stays
+/// before every other tenant's next victim (the order of enforce_cap in tenant_state.cpp).
+void evict_next(coordinator_pointer self) {
+  auto& s = self->state;
+  const std::int64_t excess = cap_excess(*s.sh->facts, s.sh->options.max_entries);
+  const std::string* best = nullptr;
+  std::optional<index::cap_head> bound;
+  for (const auto& [name, h] : s.heads) {
+    if (!h) continue;
+    if (best == nullptr || index::cap_before(*h, *s.heads[*best])) {
+      if (best != nullptr && (!bound || index::cap_before(*s.heads[*best], *bound)))
+        bound = s.heads[*best];
+      best = &name;
+    } else if (!bound || index::cap_before(*h, *bound)) {
+      bound = h;
+    }
+  }
+  if (excess <= 0 || best == nullptr) {
+    finish_exclusive(self);
+    return;
+  }
+  const std::string name = *best;
+  self->request(s.tenants[name].first, caf::infinite, capevict_atom::value,
+                cap_order{bound, excess, s.excl->ts})
+      .then([=](cap_evicted& e) {
+        auto& st = self->state;
+        st.excl->result.cap_evicted_lru += e.lru;
+        st.excl->result.cap_evicted_lfu += e.lfu;
+        st.heads[name] = std::move(e.next);
+        if (e.lru + e.lfu == 0) {
+          finish_exclusive(self);
+          return;
+        }
+        evict_next(self);
+      });
+}
+
+/// The tenant applied an exclusive update; nothing else is in flight. Runs the global cap.
+void on_exclusive_done(coordinator_pointer self, exclusive_done& done) {
+  auto& s = self->state;
+  s.excl = std::move(done);
+  if (cap_excess(*s.sh->facts, s.sh->options.max_entries) == 0) {
+    finish_exclusive(self);
+    return;
+  }
+  s.heads.clear();
+  s.heads_pending = 0;
+  for (auto& [name, t] : s.tenants) {
+    if (name == index::reserved_tenant) continue;
+    ++s.heads_pending;
+    const std::string tenant = name;
+    self->request(t.first, caf::infinite, caphead_atom::value).then([=](cap_head_reply& r) {
+      self->state.heads[tenant] = std::move(r.head);
+      if (--self->state.heads_pending == 0) evict_next(self);
+    });
+  }
+  if (s.heads_pending == 0) finish_exclusive(self);
+}
+
+void release_all(coordinator_pointer self) {
+  for (auto& [_, t] : self->state.tenants) self->send(t.first, release_atom::value);
+}
+
+void finish_job(coordinator_pointer self) {
+  release_all(self);
+  self->state.jobs.pop_front();
+  self->state.now = phase::running;
+  pump(self);
+}
+
+/// Every tenant holds its credits and nothing is in flight: run the front job.
+void run_job(coordinator_pointer self) {
+  auto& s = self->state;
+  quiet_job& job = s.jobs.front();
+  if (!job.snapshot) {
+    frozen_view view;
+    view.policies = s.policies.get();
+    view.facts = s.sh->facts.get();
+    for (const auto& [_, t] : s.tenants) view.tenants.push_back(t.second.get());
+    job.read.view = std::move(view);
+    self->request(s.writer, caf::infinite, read_atom::value, std::move(job.read))
+        .then([=](bool) { finish_job(self); }, [=](caf::error&) { finish_job(self); });
+    return;
+  }
+  s.snapshot_queued = false;
+  for (const auto& j : s.jobs)
+    if (j.snapshot && &j != &job) s.snapshot_queued = true;
+  if (s.last_applied_seq == s.last_snapshot_seq) {
+    snapshot_report r;
+    r.ok = true;
+    r.skipped = true;
+    r.covering_seq = s.last_snapshot_seq;
+    for (auto& w : job.waiters) w.deliver(r);
+    finish_job(self);
+    return;
+  }
+  snapshot_job sj;
+  sj.covering_seq = s.last_applied_seq;
+  sj.policies = s.policies;
+  for (const auto& [_, t] : s.tenants) sj.tenants.push_back(t.second);
+  s.last_snapshot_at = steady::now();
+  s.snapshot_running = true;
+  auto finished = [=](snapshot_report r) {
+    auto& st = self->state;
+    st.snapshot_running = false;
+    if (r.ok) {
+      st.last_snapshot_seq = r.covering_seq;
+    } else {
+      // Do not retry on every batch: wait an interval (at least a minute) first.
+      st.snapshot_backoff_until =
+          steady::now() + std::max<steady::duration>(
+                              std::chrono::minutes(1),
+                              std::chrono::duration_cast<steady::duration>(st.snap.interval));
+    }
+    log_snapshot(r);
+    for (auto& w : st.jobs.front().waiters) w.deliver(r);
+    finish_job(self);
+  };
+  self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(sj))
+      .then([=](snapshot_report& r) { finished(r); },
+            [=](caf::error& err) {
+              snapshot_report r;
+              r.covering_seq = self->state.last_applied_seq;
+              r.error = "snapshot writer: " + caf::to_string(err);
+              finished(r);
+            });
+}
+
+/// Drained: tell every tenant to hold its LFU credits, then run the front job.
+void start_job(coordinator_pointer self) {
+  auto& s = self->state;
+  s.now = phase::quiet;
+  s.holds_pending = s.tenants.size();
+  if (s.holds_pending == 0) {
+    run_job(self);
+    return;
+  }
+  for (auto& [_, t] : s.tenants) {
+    self->request(t.first, caf::infinite, hold_atom::value).then([=](bool) {
+      if (--self->state.holds_pending == 0) run_job(self);
+    });
+  }
+}
+
+void queue_snapshot(coordinator_pointer self, caf::typed_response_promise<snapshot_report>* waiter) {
+  auto& s = self->state;
+  // A snapshot that has not started yet serves every request made before it starts.
+  for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+    const bool started = i == 0 && s.now == phase::quiet;
+    if (s.jobs[i].snapshot && !started) {
+      if (waiter) s.jobs[i].waiters.push_back(*waiter);
+      return;
+    }
+  }
+  quiet_job job;
+  job.snapshot = true;
+  if (waiter) job.waiters.push_back(*waiter);
+  s.jobs.push_back(std::move(job));
+  s.snapshot_queued = true;
+}
+
+/// Dispatches one queued item; false when dispatch must stop (a barrier was entered).
+bool dispatch_front(coordinator_pointer self) {
+  auto& s = self->state;
+  queued& q = s.queue.front();
+  runtime_shared& sh = *s.sh;
+  if (q.probe) {
+    auto& t = ensure_tenant(self, std::string(index::reserved_tenant));
+    sh.inflight.fetch_add(1);
+    self->send(t, probe_atom::value, std::move(q.probe));
+    s.queue.pop_front();
+    return true;
+  }
+  tenant_record& r = q.record;
+  auto& payload = r.rec.payload;
+  if (auto* u = std::get_if<index::cache_state_update>(&payload)) {
+    auto& t = ensure_tenant(self, u->tenant_id);
+    const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : max_growth(*u);
+    const std::int64_t cap = sh.options.max_entries;
+    if (cap > 0 && growth > 0) {
+      const std::int64_t pending = sh.pending_growth.load();
+      const std::int64_t held =
+          sh.facts->total_entries.load() - sh.facts->reserved_entries.load();
+      if (pending + held + growth > cap) {
+        // Close to the cap: apply this update alone, then merge the tenants' cap orders.
+        if (!sh.drained_now()) {
+          s.now = phase::draining;
+          return false;
+        }
+        r.exclusive = true;
+        s.now = phase::exclusive;
+        sh.inflight.fetch_add(1);
+        s.last_applied_seq = r.seq;
+        self->send(t, apply_atom::value, std::move(r));
+        s.queue.pop_front();
+        return false;
+      }
+    }
+    r.growth = growth;
+    sh.pending_growth.fetch_add(growth);
+    sh.inflight.fetch_add(1);
+    s.last_applied_seq = r.seq;
+    self->send(t, apply_atom::value, std::move(r));
+  } else if (auto* e = std::get_if<index::cache_event>(&payload)) {
+    auto it = s.tenants.find(e->tenant_id);
+    s.last_applied_seq = r.seq;
+    if (it == s.tenants.end()) {
+      ack(r);  // nothing of this tenant is held
+    } else {
+      sh.inflight.fetch_add(1);
+      self->send(it->second.first, apply_atom::value, std::move(r));
+    }
+  } else if (auto* p = std::get_if<policy_record>(&payload)) {
+    s.now = phase::policy;
+    policy_change change{std::move(p->canonical_json), tenant_actors(s)};
+    auto rec = std::make_shared<tenant_record>(std::move(r));
+    s.queue.pop_front();
+    self->request(s.policy, caf::infinite, policy_atom::value, std::move(change))
+        .then([=](policy_reply& reply) {
+          auto& st = self->state;
+          if (!reply.ok)
+            spdlog::error("journal record {} not applied: {}", rec->seq, reply.error);
+          st.policies = reply.policies;
+          st.last_applied_seq = rec->seq;
+          ack(*rec);
+          st.now = phase::running;
+          pump(self);
+        });
+    return false;
+  } else {
+    const index::micros at = r.rec.applied_at_us;
+    for (auto& [_, t] : s.tenants) {
+      sh.inflight.fetch_add(1);
+      self->send(t.first, sweep_atom::value, sweep_order{at});
+    }
+    s.last_applied_seq = r.seq;
+  }
+  s.queue.pop_front();
+  return true;
+}
+
+void pump(coordinator_pointer self) {
+  auto& s = self->state;
+  while (s.now == phase::running) {
+    if (!s.jobs.empty()) {
+      if (!s.sh->drained_now()) {
+        s.now = phase::draining;
+        return;
+      }
+      start_job(self);
+      return;
+    }
+    if (s.queue.empty()) return;
+    if (!dispatch_front(self)) return;
+  }
+}
+
+/// Queues a periodic snapshot when enough records or enough time passed.
+void maybe_snapshot(coordinator_pointer self) {
+  auto& s = self->state;
+  if (s.snapshot_queued || s.snapshot_running || !s.writer) return;
+  const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
+  const bool due = fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
+                                 (s.snap.interval.count() > 0 &&
+                                  steady::now() - s.last_snapshot_at >= s.snap.interval));
+  if (due && steady::now() >= s.snapshot_backoff_until) queue_snapshot(self, nullptr);
+}
+
+coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coordinator_config cfg) {
+  fail_fast_on_exceptions(self, "coordinator");
+  static_cast<coordinator_config&>(self->state) = std::move(cfg);
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
-        // Apply each record under the write lock (taken per record, so a lookup waits for at
-        // most one record, not the whole group), then tell subscribers and sinks: an Ack
-        // implies the change is visible.
-        std::vector<append_result> results(batch.items.size());
-        s.changes.clear();
-        prune_subscribers(s);  // ended subscribers must not keep change logging on
-        index::change_log* changes = s.subscribers.empty() ? nullptr : &s.changes;
-        bool policy_changed = false;
-        for (std::size_t i = 0; i < batch.items.size(); ++i) {
-          const auto& item = batch.items[i];
-          results[i].seq = item.seq;
+        for (auto& item : batch.items) {
           std::string error;
           auto rec = decode_record(item.kind, item.bytes, &error);
           if (!rec) {
             spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
+            if (item.sink) item.sink->on_applied(item.slot, append_result{true, "", item.seq});
             continue;
           }
-          apply_outcome out;
-          if (std::holds_alternative<sweep_record>(rec->payload)) {
-            // A TTL sweep walks the whole index: run it in slices, releasing the write lock
-            // between them so lookups are not held for its whole duration. Nothing else
-            // mutates in between, so the result equals index_state::apply's one-shot sweep
-            // (index/sliced_sweep_test.cpp), which replay uses.
-            index::cache_index::sweep_cursor cursor;
-            bool done = false;
-            while (!done) {
-              std::lock_guard<rw_lock> write(*s.lock);
-              done = s.st->mutable_index().sweep_step(rec->applied_at_us, cursor,
-                                                      kSweepSliceKeys, changes, out.sweep);
-            }
-          } else {
-            std::lock_guard<rw_lock> write(*s.lock);
-            out = s.st->apply(*rec, changes);
-          }
-          if (!out.ok) spdlog::error("journal record {} not applied: {}", item.seq, out.error);
-          results[i].reason_code = std::string(out.ingest.first_drop_reason);
-          if (s.probe) {
-            if (auto* u = std::get_if<index::cache_state_update>(&rec->payload))
-              s.probe->on_ingest(u->tenant_id, out.ingest);
-            if (std::holds_alternative<sweep_record>(rec->payload)) s.probe->on_sweep(out.sweep);
-          }
-          policy_changed |= std::holds_alternative<policy_record>(rec->payload);
+          queued q;
+          q.record = tenant_record{item.seq, std::move(*rec), std::move(item.sink), item.slot};
+          s.queue.push_back(std::move(q));
         }
-        if (policy_changed) s.policies->publish(s.st->policies());
-        if (!s.changes.empty()) {
-          for (const auto& c : s.changes) {
-            for (auto& sub : s.subscribers) {
-              if (sub && sub->filter().matches(c) && !sub->offer(c)) drop_subscriber(s, sub);
-            }
-          }
-          prune_subscribers(s);
-          // A big sweep can leave a huge change log; do not keep its capacity.
-          if (s.changes.capacity() > (std::size_t{1} << 16)) index::change_log().swap(s.changes);
-        }
-        for (std::size_t i = 0; i < batch.items.size(); ++i) {
-          auto& item = batch.items[i];
-          if (item.sink) item.sink->on_applied(item.slot, results[i]);
-          s.last_applied_seq = item.seq;
-        }
-        // Periodic snapshot: enough records, or enough time with something new.
-        const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
-        const bool due =
-            fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
-                          (s.snap.interval.count() > 0 &&
-                           steady::now() - s.last_snapshot_at >= s.snap.interval));
-        if (due && !s.snapshot_running && s.writer && steady::now() >= s.snapshot_backoff_until)
-          take_snapshot(self, [](const snapshot_report&) {});
+        pump(self);
+        maybe_snapshot(self);
+        pump(self);
       },
-      [=](credit_atom) {
-        credit_list hits;
-        {
-          std::lock_guard<std::mutex> guard(self->state.credits->mu);
-          hits.swap(self->state.credits->hits);
-          self->state.credits->scheduled = false;
-        }
-        std::lock_guard<rw_lock> write(*self->state.lock);
-        self->state.st->credit(hits);
+      [=](drained_atom) {
+        auto& s = self->state;
+        if (s.now != phase::draining) return;
+        s.now = phase::running;
+        pump(self);
       },
-      [=](sub_atom, subscriber_ptr& sub) {
-        prune_subscribers(self->state);
-        self->state.subscribers.push_back(std::move(sub));
+      [=](excl_atom, exclusive_done& done) { on_exclusive_done(self, done); },
+      [=](probe_atom, probe_call_ptr& call) {
+        queued q;
+        q.probe = std::move(call);
+        self->state.queue.push_back(std::move(q));
+        pump(self);
       },
       [=](snapnow_atom) -> caf::result<snapshot_report> {
         auto& s = self->state;
-        if (s.writer && s.snapshot_running) {
-          // Answered once the running snapshot finished (and, if needed, a newer one).
-          s.snapshot_waiters.push_back(self->template make_response_promise<snapshot_report>());
-          return s.snapshot_waiters.back();
-        }
-        if (!s.writer || s.last_applied_seq == s.last_snapshot_seq) {
+        if (!s.writer) {
           snapshot_report r;
-          r.skipped = true;
           r.ok = true;
-          r.covering_seq = s.last_snapshot_seq;
+          r.skipped = true;
           return r;
         }
         auto rp = self->make_response_promise<snapshot_report>();
-        take_snapshot(self, [rp](const snapshot_report& r) mutable { rp.deliver(r); });
+        queue_snapshot(self, &rp);
+        pump(self);
         return rp;
       },
-      [=](probe_atom, const probe_request& req) {
-        std::lock_guard<rw_lock> write(*self->state.lock);
-        return run_probe(self->state.st->mutable_index(), req, now_micros());
+      [=](read_atom, read_job& job) {
+        quiet_job q;
+        q.read = std::move(job);
+        self->state.jobs.push_back(std::move(q));
+        pump(self);
       },
   };
 }
 
+// ---------------------------------------------------------------------------- journal actor
+
 struct journal_actor_state {
   journal::log* log = nullptr;
-  index_actor index;
+  coordinator_actor coordinator;
   runtime_probe* probe = nullptr;
   std::vector<append_msg> pending;
   bool flush_scheduled = false;
@@ -337,11 +855,11 @@ struct journal_actor_state {
 constexpr std::size_t max_group_records = 4096;
 
 journal_actor::behavior_type journal_actor_impl(
-    journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log, index_actor index,
-    runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
+    journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log,
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
   fail_fast_on_exceptions(self, "journal");
   self->state.log = log;
-  self->state.index = index;
+  self->state.coordinator = coordinator;
   self->state.probe = probe;
   self->state.sweep_interval = sweep_interval;
   self->delayed_send(self, sweep_interval, sweep_atom::value);
@@ -360,7 +878,7 @@ journal_actor::behavior_type journal_actor_impl(
         auto& s = self->state;
         s.flush_scheduled = false;
         if (s.pending.empty()) return;
-        std::size_t n = std::min(s.pending.size(), max_group_records);
+        const std::size_t n = std::min(s.pending.size(), max_group_records);
         const index::micros now = now_micros();
         std::vector<std::string> bytes(n);
         std::vector<journal::record_in> records(n);
@@ -391,7 +909,7 @@ journal_actor::behavior_type journal_actor_impl(
                                             std::move(bytes[i]), std::move(s.pending[i].sink),
                                             s.pending[i].slot});
           }
-          self->send(s.index, apply_atom::value, std::move(batch));
+          self->send(s.coordinator, apply_atom::value, std::move(batch));
         }
         s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
         if (!s.pending.empty()) schedule_flush();
@@ -417,6 +935,11 @@ class promise_sink final : public append_sink {
 caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t workers) {
   if (workers == 0) workers = std::max<std::size_t>(2, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", workers);
+  // Workers sleep on a condition variable when idle (the work-stealing default polls with
+  // 50 µs sleeps, which a lookup's hop to its tenant actor would wait out).
+  cfg.set("scheduler.policy", caf::atom("sharing"));
+  if (const char* p = std::getenv("IC_CAF_SCHEDULER"); p != nullptr && std::string(p) == "stealing")
+    cfg.set("scheduler.policy", caf::atom("stealing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
   return cfg;
 }
@@ -429,15 +952,14 @@ struct runtime::impl {
   caf::actor_system_config config;
   caf::actor_system system;
   std::unique_ptr<journal::log> log;
-  policy_cell policies;
-  index_actor index;
+  runtime_shared shared;
+  /// Answers lookups of tenants that hold nothing (no actor yet).
+  std::unique_ptr<absent_tenant> absent;
+  deadline_timer timer;
+  coordinator_actor coordinator;
+  policy_actor policy;
   journal_actor journal;
   snapshot_actor writer;
-  /// The index state, shared with the index actor: lookups read it under `index_lock`.
-  std::shared_ptr<index_state> state;
-  rw_lock index_lock;
-  credit_buffer credits;
-  std::chrono::milliseconds test_delay{0};
   bool snapshot_on_stop = true;
   std::atomic<bool> shutting_down{false};
   bool stopped = false;
@@ -464,14 +986,14 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   if (!opened.ok()) return fail(opened.status().to_string());
   std::unique_ptr<journal::log> log = std::move(opened).value();
 
-  index_state_options sopts;
+  state_options sopts;
   sopts.max_entries = options.max_entries;
   sopts.default_ttl = options.default_ttl;
   sopts.block_size = options.block_size;
   recovery_info rec_info;
 
   // Recovery, step 1: the newest usable snapshot (corrupt ones fall back to older ones).
-  std::shared_ptr<index_state> state;
+  std::unique_ptr<tenant_set> set;
   std::unique_ptr<state_loader> loader;
   std::uint64_t snapshot_id = 0;
   std::vector<journal::status> skipped;
@@ -490,12 +1012,12 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   for (const auto& sk : skipped) rec_info.skipped_snapshots.push_back(sk.to_string());
   if (snap.ok()) {
     std::string why;
-    state = loader->finish(&why);
-    if (!state)
+    set = loader->finish(&why);
+    if (!set)
       return fail("journal " + options.journal_dir + ": snapshot " + std::to_string(snapshot_id) +
                   " cannot be loaded: " + why);
   } else if (snap.status().code() == journal::errc::not_found && log->truncated_through() == 0) {
-    state = std::make_shared<index_state>(sopts);  // a journal that was never truncated
+    set = std::make_unique<tenant_set>(sopts);  // a journal that was never truncated
     rec_info.snapshot_seq = 0;
   } else if (snap.status().code() == journal::errc::not_found) {
     return fail("journal " + options.journal_dir + ": truncated through " +
@@ -506,7 +1028,8 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
                 ": " + snap.status().to_string());
   }
 
-  // Recovery, step 2: replay the journal after the snapshot through the live apply path.
+  // Recovery, step 2: replay the journal after the snapshot, serially (tenant_set applies
+  // records exactly as the live actors do).
   std::string replay_error;
   auto st = log->read(std::max(rec_info.snapshot_seq, log->truncated_through()) + 1,
                       [&](const journal::record_view& r) {
@@ -517,7 +1040,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
                      " cannot be decoded: " + why;
       return false;
     }
-    auto out = state->apply(*rec);
+    auto out = set->apply(*rec);
     if (!out.ok) {
       replay_error = "journal " + options.journal_dir + ": record " + std::to_string(r.seq) +
                      " cannot be applied: " + out.error;
@@ -534,36 +1057,49 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   std::string sweep = encode_record(record_kind::sweep, now, {});
   auto sweep_seq = log->append(static_cast<std::uint32_t>(record_kind::sweep), sweep);
   if (!sweep_seq.ok()) return fail("journal " + options.journal_dir + ": " + sweep_seq.status().to_string());
-  state->apply(*decode_record(static_cast<std::uint32_t>(record_kind::sweep), sweep));
+  set->apply(*decode_record(static_cast<std::uint32_t>(record_kind::sweep), sweep));
 
   rec_info.last_sequence = log->last_sequence();
-  rec_info.entries = state->index().facts().total_entries;
+  rec_info.entries = set->facts()->total_entries.load();
   if (log->info().dropped_torn_tail)
     rec_info.torn_tail = log->info().torn_tail_reason;
   rec_info.seconds = std::chrono::duration<double>(steady::now() - t0).count();
   if (info) *info = rec_info;
 
+  // Spawn: the snapshot writer, the policy actor, one actor per recovered tenant, the
+  // coordinator, and last the journal actor (inputs flow from then on).
   auto p = std::make_unique<impl>(options.workers);
   p->log = std::move(log);
   p->snapshot_on_stop = options.snapshot_on_stop;
-  p->test_delay = test_lookup_delay();
-  p->policies.publish(state->policies());
+  runtime_shared& sh = p->shared;
+  sh.facts = set->facts();
+  sh.probe = probe;
+  sh.timer = &p->timer;
+  sh.test_delay = test_lookup_delay();
+  sh.options = sopts;
+  sh.policies.publish(set->policies());
+  p->absent = std::make_unique<absent_tenant>(sopts, sh.facts.get());
   p->writer = p->system.spawn<caf::detached>(snapshot_actor_impl, p->log.get(),
                                              std::max<std::size_t>(1, options.snapshots_kept));
-  index_actor_config icfg;
-  icfg.st = state;
-  p->state = state;
-  icfg.probe = probe;
-  icfg.policies = &p->policies;
-  icfg.lock = &p->index_lock;
-  icfg.credits = &p->credits;
-  icfg.writer = p->writer;
-  icfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
-  icfg.last_applied_seq = p->log->last_sequence();
-  icfg.last_snapshot_seq = rec_info.snapshot_seq;
-  p->index = p->system.spawn(index_actor_impl, std::move(icfg));
-  p->journal = p->system.spawn<caf::detached>(journal_actor_impl, p->log.get(), p->index, probe,
-                                              options.sweep_interval);
+  p->policy = p->system.spawn(policy_actor_impl, &sh);
+  coordinator_config ccfg;
+  ccfg.sh = &sh;
+  ccfg.policy = p->policy;
+  ccfg.writer = p->writer;
+  ccfg.policies = set->policies();
+  ccfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
+  ccfg.last_applied_seq = p->log->last_sequence();
+  ccfg.last_snapshot_seq = rec_info.snapshot_seq;
+  for (auto& [name, t] : set->release()) {
+    std::shared_ptr<tenant_state> shared_t(std::move(t));
+    auto actor = p->system.spawn(tenant_actor_impl, shared_t, &sh);
+    sh.directory.add(name, actor);
+    ccfg.tenants.emplace(name, std::make_pair(actor, std::move(shared_t)));
+  }
+  p->coordinator = p->system.spawn(coordinator_impl, std::move(ccfg));
+  sh.coordinator = p->coordinator;
+  p->journal = p->system.spawn<caf::detached>(journal_actor_impl, p->log.get(), p->coordinator,
+                                              probe, options.sweep_interval);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
@@ -579,106 +1115,103 @@ void runtime::append(record_kind kind, std::string payload, std::shared_ptr<appe
 
 void runtime::lookup(index::lookup_route_request request, steady::time_point deadline,
                      std::function<void(std::optional<index::lookup_route_response>)> done) {
-  // Lookups run on the caller's thread under the shared side of the index lock: no actor
-  // hop, and the deadline also bounds the wait for a writer to finish its group.
-  if (steady::now() > deadline || !impl_->index_lock.try_lock_shared_until(deadline)) {
+  if (steady::now() > deadline) {
     done(std::nullopt);
     return;
   }
-  lookup_outcome out;
-  {
-    std::shared_lock<rw_lock> read(impl_->index_lock, std::adopt_lock);
-    if (impl_->test_delay.count() > 0) std::this_thread::sleep_for(impl_->test_delay);
-    out = impl_->state->decide(request, now_micros(),
-                               [deadline] { return steady::now() > deadline; });
+  auto actor = impl_->shared.directory.find(request.tenant_id);
+  if (!actor) {
+    // No actor: the tenant holds nothing. The answer depends only on the shared totals
+    // (cold-start carve-out) and the policy, so it is given here.
+    auto out = impl_->absent->decide(request, now_micros(), *impl_->shared.policies.get());
+    done(std::move(out.response));
+    return;
   }
-  // The answer is certain to be delivered now, so its LFU credit may be given.
-  if (!out.credit.empty()) {
-    bool send;
-    {
-      std::lock_guard<std::mutex> guard(impl_->credits.mu);
-      auto& hits = impl_->credits.hits;
-      hits.insert(hits.end(), std::make_move_iterator(out.credit.begin()),
-                  std::make_move_iterator(out.credit.end()));
-      send = !impl_->credits.scheduled;
-      impl_->credits.scheduled = true;
-    }
-    if (send) caf::anon_send(impl_->index, credit_atom::value);
-  }
-  done(std::move(out.response));
+  auto call = std::make_shared<lookup_call>();
+  call->deadline = deadline;
+  call->request = std::move(request);
+  call->done = std::move(done);
+  impl_->timer.schedule(call);
+  caf::anon_send(*actor, lookup_atom::value, std::move(call));
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
                           std::function<void(std::optional<index::cache_state_view>)> done) {
-  // Read on the caller's thread, like lookups (bounded by the deadline).
-  if (steady::now() > deadline || !impl_->index_lock.try_lock_shared_until(deadline)) {
+  if (steady::now() > deadline) {
     done(std::nullopt);
     return;
   }
-  std::optional<index::cache_state_view> view;
-  {
-    std::shared_lock<rw_lock> read(impl_->index_lock, std::adopt_lock);
-    view = impl_->state->index().get_cache_state(tenant, model);
+  auto actor = impl_->shared.directory.find(tenant);
+  if (!actor) {
+    done(index::cache_state_view{});
+    return;
   }
-  done(std::move(view));
+  auto call = std::make_shared<state_call>();
+  call->deadline = deadline;
+  call->model = std::move(model);
+  call->done = std::move(done);
+  impl_->timer.schedule(call);
+  caf::anon_send(*actor, state_atom::value, std::move(call));
 }
 
 void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {
-  caf::anon_send(impl_->index, sub_atom::value, std::move(subscriber));
+  impl_->shared.bus.add(std::move(subscriber), impl_->shared.probe);
 }
 
 policy::resolved_policy runtime::policy_of(const std::string& tenant) const {
-  return impl_->policies.resolve(tenant);
+  return impl_->shared.policies.get()->resolve(tenant);
 }
 
 namespace {
 
-template <class T, class... Ts>
-std::optional<T> ask_blocking(caf::actor_system& sys, const index_actor& idx,
-                              std::chrono::milliseconds timeout, Ts&&... xs) {
-  caf::scoped_actor self{sys};
-  std::optional<T> out;
-  self->request(idx, timeout, std::forward<Ts>(xs)...)
-      .receive([&](T& v) { out = std::move(v); }, [&](caf::error&) {});
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-/// Runs `read` on the index state under the shared side of the index lock, waiting at most
-/// `timeout` for a writer; nullopt when the lock was not had in time.
-template <class F>
-auto read_state(rw_lock& lock, const index_state& state, std::chrono::milliseconds timeout, F read)
-    -> std::optional<decltype(read(state))> {
-  if (!lock.try_lock_shared_until(steady::now() + timeout)) return std::nullopt;
-  std::shared_lock<rw_lock> guard(lock, std::adopt_lock);
-  return read(state);
+/// Runs `read` over every tenant at a quiescent point (the coordinator holds dispatch and
+/// LFU credits meanwhile); nullopt when it did not finish in `timeout`.
+template <class T>
+std::optional<T> frozen_read(const coordinator_actor& coordinator, std::chrono::milliseconds timeout,
+                             std::function<T(const frozen_view&)> read) {
+  auto result = std::make_shared<std::promise<T>>();
+  auto fut = result->get_future();
+  caf::anon_send(coordinator, read_atom::value,
+                 read_job{[result, read](const frozen_view& v) { result->set_value(read(v)); }, {}});
+  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return fut.get();
 }
 
 }  // namespace
 
 std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::milliseconds timeout) {
-  return read_state(impl_->index_lock, *impl_->state, timeout,
-                    [](const index_state& st) { return st.index().snapshot(); });
+  return frozen_read<index::snapshot_view>(
+      impl_->coordinator, timeout, [](const frozen_view& v) { return merge_snapshots(v.tenants); });
 }
 
-std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds timeout) {
-  return read_state(impl_->index_lock, *impl_->state, timeout,
-                    [](const index_state& st) { return st.policies().to_json(); });
+std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds) {
+  return impl_->shared.policies.get()->to_json();
 }
 
 std::optional<std::vector<std::pair<std::string, std::int64_t>>>
 runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
-  return read_state(impl_->index_lock, *impl_->state, timeout,
-                    [](const index_state& st) { return st.index().entries_by_model(); });
+  return frozen_read<std::vector<std::pair<std::string, std::int64_t>>>(
+      impl_->coordinator, timeout,
+      [](const frozen_view& v) { return merge_entries_by_model(v.tenants); });
+}
+
+std::optional<std::vector<std::string>> runtime::canonical_dump_blocking(
+    std::chrono::milliseconds timeout) {
+  return frozen_read<std::vector<std::string>>(
+      impl_->coordinator, timeout,
+      [](const frozen_view& v) { return merge_dumps(v.tenants, *v.facts); });
 }
 
 std::optional<probe_outcome> runtime::probe_blocking(const probe_request& request,
                                                      std::chrono::milliseconds timeout) {
-  return ask_blocking<probe_outcome>(impl_->system, impl_->index, timeout, probe_atom::value,
-                                     request);
+  auto result = std::make_shared<std::promise<probe_outcome>>();
+  auto fut = result->get_future();
+  auto call = std::make_shared<probe_call>();
+  call->request = request;
+  call->done = [result](const probe_outcome& o) { result->set_value(o); };
+  caf::anon_send(impl_->coordinator, probe_atom::value, std::move(call));
+  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  return fut.get();
 }
 
 std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,
@@ -691,7 +1224,11 @@ std::optional<append_result> runtime::append_blocking(record_kind kind, std::str
 }
 
 std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milliseconds timeout) {
-  return ask_blocking<snapshot_report>(impl_->system, impl_->index, timeout, snapnow_atom::value);
+  caf::scoped_actor self{impl_->system};
+  std::optional<snapshot_report> out;
+  self->request(impl_->coordinator, timeout, snapnow_atom::value)
+      .receive([&](snapshot_report& r) { out = std::move(r); }, [&](caf::error&) {});
+  return out;
 }
 
 void runtime::begin_shutdown() { impl_->shutting_down = true; }
@@ -700,15 +1237,18 @@ void runtime::stop() {
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
   impl_->shutting_down = true;
-  // Reverse order of start: the writer first (its queue is empty once the gRPC server
-  // drained), then a final snapshot so the next start replays nothing, then the index and
-  // the snapshot writer, then the journal files.
+  // Reverse order of start: the journal actor first (its queue is empty once the gRPC
+  // server drained), then a final snapshot so the next start replays nothing, then the
+  // coordinator, the tenants, the policy actor and the writer, then the journal files.
   caf::anon_send_exit(impl_->journal, caf::exit_reason::user_shutdown);
   if (impl_->snapshot_on_stop) {
     auto r = snapshot_now_blocking(std::chrono::seconds(30));
     if (!r) spdlog::error("final snapshot did not finish in time");
   }
-  caf::anon_send_exit(impl_->index, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
+  for (auto& t : impl_->shared.directory.all())
+    caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(impl_->policy, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(impl_->writer, caf::exit_reason::user_shutdown);
   impl_->system.await_all_actors_done();
   if (impl_->log) {

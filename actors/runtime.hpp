@@ -1,19 +1,23 @@
 // The actor runtime of inferencecache-server, behind a CAF-free facade.
 //
-// `runtime::start` recovers the index from the journal (replaying every record through the
-// same code as the live path, then one TTL sweep at the current time), spawns the actors and
-// returns; from then on callers ask through this class:
+// `runtime::start` recovers every tenant from the journal (newest snapshot, then the tail
+// replayed serially through `tenant_set`, then one TTL sweep at the current time), spawns the
+// actors and returns; from then on callers ask through this class:
 //
-//   - the journal actor (single writer, detached thread) appends inputs in group commits
-//     and hands each committed batch to the index actor;
-//   - the index actor owns the index, the policies and quotas (`index_state`), applies
-//     committed records, answers lookups and views, and tells subscribers what changed;
+//   - the journal actor (single writer, detached thread) appends inputs in group commits and
+//     hands each committed batch to the coordinator;
+//   - the coordinator dispatches records to the tenant actors in journal order, creating a
+//     tenant's actor on its first record, keeps the global cap and the cold-start carve-out
+//     exact, sequences policy changes, and takes snapshots at quiescent points;
+//   - one tenant actor per tenant owns that tenant's index (`tenant_state`): it applies its
+//     records, answers its lookups and GetCacheState, and publishes its changes;
+//   - the policy actor holds the policy set and broadcasts changes to the tenant actors;
 //   - a sweep timer journals a TTL sweep every `sweep_interval`.
 //
-// Every method is thread-safe. `append` and `subscribe` never block; `lookup` and
-// `cache_state` read the index on the caller's thread under the shared side of the index
-// lock and call `done` before returning (waiting for a writer at most until the deadline);
-// the `*_blocking` helpers are for HTTP threads. Append callbacks run on actor threads.
+// Every method is thread-safe and none blocks on an actor except the `*_blocking` helpers
+// (for HTTP threads). `lookup` and `cache_state` ask the tenant's actor and answer by the
+// deadline: `done` runs on the actor's thread, or on the deadline timer's thread with
+// nullopt when the deadline passed first. Append callbacks run on actor threads.
 #pragma once
 
 #include <chrono>
@@ -90,8 +94,8 @@ struct recovery_info {
 };
 
 /// The running actor system. Create with `start`; `stop` (or the destructor) shuts down in
-/// reverse order: stop accepting, drain the journal actor, stop the index actor, close the
-/// journal.
+/// reverse order: stop accepting, stop the journal actor, take a final snapshot, stop the
+/// coordinator, the tenant actors, the policy actor and the writer, close the journal.
 class runtime {
  public:
   /// Opens the journal, recovers, spawns the actors. On failure returns nullptr with a
@@ -108,9 +112,10 @@ class runtime {
   void append(record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
               std::size_t slot);
 
-  /// Answers a lookup by `deadline` (steady clock), on the calling thread: `done(response)`
-  /// with the index's answer, or with nullopt when the deadline passed first (the caller
-  /// answers TIMEOUT).
+  /// Asks the tenant's actor for a lookup, answered by `deadline` (steady clock):
+  /// `done(response)` with the index's answer, or `done(nullopt)` when the deadline passed
+  /// first (the caller answers TIMEOUT; no LFU credit is then given). A tenant that holds
+  /// nothing has no actor and is answered on the calling thread.
   void lookup(index::lookup_route_request request,
               std::chrono::steady_clock::time_point deadline,
               std::function<void(std::optional<index::lookup_route_response>)> done);
@@ -126,13 +131,18 @@ class runtime {
   /// Returns the resolved policy of `tenant` as of the last applied policy push.
   policy::resolved_policy policy_of(const std::string& tenant) const;
 
-  /// Blocking helpers for HTTP threads; nullopt on timeout.
+  /// Blocking helpers for HTTP threads; nullopt on timeout. The views over every tenant
+  /// (snapshot, entries by model, canonical dump) are read at a quiescent point: the
+  /// coordinator pauses dispatch until they are done.
   std::optional<index::snapshot_view> snapshot_blocking(std::chrono::milliseconds timeout);
   std::optional<std::string> policy_json_blocking(std::chrono::milliseconds timeout);
   std::optional<std::vector<std::pair<std::string, std::int64_t>>> entries_by_model_blocking(
       std::chrono::milliseconds timeout);
-  /// Runs the /probe self-test inside the index actor (one message, not journaled) and
-  /// waits for its outcome; nullopt on timeout.
+  /// Every tenant's index as one canonical dump (tests compare live and replayed state).
+  std::optional<std::vector<std::string>> canonical_dump_blocking(
+      std::chrono::milliseconds timeout);
+  /// Runs the /probe self-test in the reserved tenant's actor (queued behind earlier inputs,
+  /// not journaled) and waits for its outcome; nullopt on timeout.
   std::optional<probe_outcome> probe_blocking(const probe_request& request,
                                               std::chrono::milliseconds timeout);
   /// Appends and waits for the result (e.g. a /policy push); nullopt on timeout.

@@ -369,6 +369,96 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
   EXPECT_EQ(seen[0], "r1:2:old");
 }
 
+// Producers on several threads feed many tenants under a small global cap: the live actors
+// (headroom dispatch, exclusive updates with the cap merged over the tenants' orders, events,
+// sweeps) must end in exactly the state a serial replay of the same journal rebuilds.
+TEST_F(RuntimeTest, ManyTenantsUnderACapMatchTheSerialReplayOfTheJournal) {
+  opts_.max_entries = 60;
+  opts_.snapshot_on_stop = false;
+  opts_.snapshot_every_records = 0;
+  std::string err;
+  std::vector<std::string> live;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    std::vector<std::thread> producers;
+    std::atomic<int> refused{0};
+    for (int p = 0; p < 4; ++p) {
+      producers.emplace_back([&, p] {
+        std::uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<std::uint64_t>(p + 1);
+        auto next = [&x] {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          return x;
+        };
+        std::vector<std::future<append_result>> acks;
+        for (int i = 0; i < 150; ++i) {
+          const std::string tenant = "t" + std::to_string(next() % 6);
+          const std::string replica = "r" + std::to_string(next() % 3);
+          if (next() % 10 == 0) {
+            v1::CacheEvent e;
+            e.set_type(next() % 3 != 0 ? v1::CacheEvent::PREFIX_EVICTED : v1::CacheEvent::ALL_CLEARED);
+            e.set_tenant_id(tenant);
+            e.set_replica_id(replica);
+            e.set_model_id("m");
+            e.set_prefix_hash("k" + std::to_string(next() % 40));
+            auto r = rt->append_blocking(record_kind::event, e.SerializeAsString(), 10s);
+            if (!r || !r->accepted) ++refused;
+            continue;
+          }
+          std::vector<std::string> blocks;
+          const int n = 1 + static_cast<int>(next() % 6);
+          for (int b = 0; b < n; ++b) blocks.push_back("k" + std::to_string(next() % 40));
+          auto u = testing::chain_update(replica, blocks, "vllm", tenant);
+          auto r = rt->append_blocking(record_kind::update, u.SerializeAsString(), 10s);
+          if (!r || !r->accepted) ++refused;
+          if (i % 7 == 0) {
+            auto q = chain_lookup(blocks);
+            q.tenant_id = tenant;
+            lookup_blocking(*rt, q);
+          }
+        }
+      });
+    }
+    for (auto& t : producers) t.join();
+    EXPECT_EQ(refused.load(), 0);
+    auto dump = rt->canonical_dump_blocking(10s);
+    ASSERT_TRUE(dump.has_value());
+    live = *dump;
+    auto snap = rt->snapshot_blocking(10s);
+    ASSERT_TRUE(snap.has_value());
+    std::int64_t entries = 0;
+    for (const auto& line : live)
+      if (line.rfind("G|", 0) == 0) entries = std::stoll(line.substr(2));
+    EXPECT_LE(entries, 60);
+    EXPECT_GT(entries, 40);
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GT(info.records_replayed, 500u);
+  auto replayed = rt->canonical_dump_blocking(10s);
+  ASSERT_TRUE(replayed.has_value());
+  // The restart's own sweep removes nothing (default TTL 30 min).
+  EXPECT_EQ(*replayed, live);
+}
+
+TEST_F(RuntimeTest, LookupsOfATenantWithoutAnActorSeeTheWholeIndex) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  auto q = chain_lookup({"a"});
+  q.tenant_id = "nobody";
+  auto cold = lookup_blocking(*rt, q);
+  ASSERT_TRUE(cold.has_value());
+  EXPECT_EQ(cold->reason_code, "NO_HINT");  // cold-start carve-out
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
+  auto known = lookup_blocking(*rt, q);
+  ASSERT_TRUE(known.has_value());
+  EXPECT_EQ(known->reason_code, "UNKNOWN_TENANT");
+}
+
 TEST_F(RuntimeTest, UnopenableJournalFailsWithTheDirectoryNamed) {
   opts_.journal_dir = "/proc/ic-no-such-dir/journal";
   std::string err;

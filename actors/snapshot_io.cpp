@@ -6,7 +6,9 @@ namespace ic::actors {
 namespace {
 
 constexpr char kMagic[8] = {'I', 'C', 'S', 'N', 'A', 'P', '0', '1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+constexpr char kTenantTag = 'T';
+constexpr char kDataTag = 'D';
 
 void put_le(std::string& out, std::uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
@@ -18,60 +20,144 @@ std::uint64_t get_le(const char* p, int bytes) {
   return v;
 }
 
+bool fail(std::string* error, std::string why) {
+  if (error) *error = std::move(why);
+  return false;
+}
+
 }  // namespace
 
-bool write_state_snapshot(const index_state& state,
+bool write_state_snapshot(const policy::policy_store& policies,
+                          const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes) {
   std::string header(kMagic, sizeof kMagic);
   put_le(header, kVersion, 4);
-  const std::string policy = state.policies().to_bytes();
+  const std::string policy = policies.to_bytes();
   put_le(header, policy.size(), 8);
   header += policy;
   if (!sink(header)) return false;
-  return index::write_snapshot(state.index(), sink, chunk_bytes);
-}
-
-state_loader::state_loader(index_state_options options)
-    : state_(std::make_shared<index_state>(options)),
-      loader_(std::make_unique<index::snapshot_loader>(state_->mutable_index())) {}
-
-bool state_loader::feed(std::string_view chunk, std::string* error) {
-  if (header_seen_) return loader_->feed(chunk, error);
-  // The header is always a chunk of its own.
-  if (chunk.size() < sizeof kMagic + 12 || std::memcmp(chunk.data(), kMagic, sizeof kMagic) != 0) {
-    if (error) *error = "snapshot header: bad magic";
-    return false;
+  std::string buf;
+  for (const tenant_state* t : tenants) {
+    buf.assign(1, kTenantTag);
+    buf += t->tenant();
+    if (!sink(buf)) return false;
+    const bool ok = index::write_snapshot(
+        t->index(),
+        [&](std::string_view c) {
+          buf.assign(1, kDataTag);
+          buf.append(c.data(), c.size());
+          return sink(buf);
+        },
+        chunk_bytes);
+    if (!ok) return false;
   }
-  const std::uint32_t version = static_cast<std::uint32_t>(get_le(chunk.data() + 8, 4));
-  if (version != kVersion) {
-    if (error) *error = "snapshot header: unsupported version " + std::to_string(version);
-    return false;
-  }
-  const std::uint64_t len = get_le(chunk.data() + 12, 8);
-  if (chunk.size() != sizeof kMagic + 12 + len) {
-    if (error) *error = "snapshot header: policy length does not match the chunk";
-    return false;
-  }
-  policy_json_.assign(chunk.data() + sizeof kMagic + 12, len);
-  header_seen_ = true;
   return true;
 }
 
-std::shared_ptr<index_state> state_loader::finish(std::string* error) {
-  if (!header_seen_) {
-    if (error) *error = "snapshot has no header";
+bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::string_view)>& sink,
+                          std::size_t chunk_bytes) {
+  std::vector<const tenant_state*> tenants;
+  for (const auto& [_, t] : set.tenants()) tenants.push_back(t.get());
+  return write_state_snapshot(*set.policies(), tenants, sink, chunk_bytes);
+}
+
+state_loader::state_loader(state_options options)
+    : options_(options), set_(std::make_unique<tenant_set>(options)) {}
+
+state_loader::~state_loader() = default;
+
+bool state_loader::finish_tenant(std::string* error) {
+  if (!loader_) return true;
+  if (!loader_->finish(error)) return false;
+  loader_.reset();
+  set_->adopt(std::make_unique<tenant_state>(tenant_, std::move(index_), options_, set_->policies()));
+  return true;
+}
+
+bool state_loader::feed(std::string_view chunk, std::string* error) {
+  if (failed_) return fail(error, "snapshot: an earlier chunk was invalid");
+  auto bad = [&](std::string why) {
+    failed_ = true;
+    return fail(error, std::move(why));
+  };
+  if (version_ == 0) {
+    // The header is always a chunk of its own.
+    if (chunk.size() < sizeof kMagic + 12 || std::memcmp(chunk.data(), kMagic, sizeof kMagic) != 0)
+      return bad("snapshot header: bad magic");
+    const auto version = static_cast<std::uint32_t>(get_le(chunk.data() + 8, 4));
+    if (version != 1 && version != kVersion)
+      return bad("snapshot header: unsupported version " + std::to_string(version));
+    const std::uint64_t len = get_le(chunk.data() + 12, 8);
+    if (chunk.size() != sizeof kMagic + 12 + len)
+      return bad("snapshot header: policy length does not match the chunk");
+    policy_json_.assign(chunk.data() + sizeof kMagic + 12, len);
+    auto set = policy::policy_store::from_bytes(policy_json_);
+    if (!set.has_value()) return bad("snapshot policy set: " + set.error());
+    auto store = std::make_shared<policy::policy_store>(options_.default_ttl);
+    store->apply(set.value());
+    set_->set_policies(std::move(store));
+    version_ = version;
+    if (version_ == 1) {
+      // One combined index: loaded whole, split per tenant in finish().
+      index::index_options io;
+      io.max_entries = options_.max_entries;
+      io.default_ttl = options_.default_ttl;
+      index_ = std::make_unique<index::cache_index>(io);
+      loader_ = std::make_unique<index::snapshot_loader>(*index_);
+    }
+    return true;
+  }
+  if (version_ == 1) {
+    if (!loader_->feed(chunk, error)) return bad(error ? *error : "snapshot: bad index chunk");
+    return true;
+  }
+  if (chunk.empty()) return bad("snapshot: empty chunk");
+  const std::string_view body = chunk.substr(1);
+  if (chunk[0] == kTenantTag) {
+    if (!finish_tenant(error)) return bad("snapshot tenant " + tenant_ + ": " + (error ? *error : ""));
+    tenant_.assign(body.data(), body.size());
+    index_ = std::make_unique<index::cache_index>(tenant_index_options(options_, set_->facts().get()));
+    loader_ = std::make_unique<index::snapshot_loader>(*index_);
+    return true;
+  }
+  if (chunk[0] != kDataTag || !loader_) return bad("snapshot: chunk outside a tenant section");
+  if (!loader_->feed(body, error))
+    return bad("snapshot tenant " + tenant_ + ": " + (error ? *error : ""));
+  return true;
+}
+
+std::unique_ptr<tenant_set> state_loader::finish(std::string* error) {
+  if (failed_) {
+    fail(error, "snapshot: an earlier chunk was invalid");
     return nullptr;
   }
-  if (!loader_->finish(error)) return nullptr;
-  decoded_record policy;
-  policy.payload = policy_record{policy_json_};
-  auto out = state_->apply(policy);
-  if (!out.ok) {
-    if (error) *error = "snapshot policy set: " + out.error;
+  if (version_ == 0) {
+    fail(error, "snapshot has no header");
     return nullptr;
   }
-  return std::move(state_);
+  if (version_ == 1) {
+    if (!loader_->finish(error)) return nullptr;
+    loader_.reset();
+    // Policies are not in the index bytes: install them before splitting, so each tenant's
+    // derived orders (LFU or LRU cap order, quota order) are built as the writer had them.
+    const auto& resolved = set_->policies()->resolved();
+    for (const auto& [tenant, _] : resolved.policies)
+      index_->set_tenant_policy(tenant, set_->policies()->resolve(tenant));
+    for (const auto& [tenant, _] : resolved.quotas)
+      index_->set_tenant_quota(tenant, set_->policies()->quota(tenant));
+    for (auto& [name, idx] :
+         index_->split_tenants(tenant_index_options(options_, set_->facts().get())))
+      set_->adopt(std::make_unique<tenant_state>(name, std::move(idx), options_, set_->policies()));
+    index_.reset();
+    return std::move(set_);
+  }
+  std::string why;
+  if (!finish_tenant(&why)) {
+    fail(error, "snapshot tenant " + tenant_ + ": " + why);
+    return nullptr;
+  }
+  return std::move(set_);
 }
 
 }  // namespace ic::actors

@@ -1,54 +1,75 @@
-// The server's snapshot: the index state the runtime writes into the journal so that the
-// journal before it can be truncated and restarts replay only the tail.
+// The server's snapshot: the tenants' indexes and the policy set, written into the journal so
+// that the journal before it can be truncated and restarts replay only the tail.
 //
 // A snapshot is a sequence of chunks (journal::log stores them, with checksums):
 //
-//   snapshot     := header-chunk index-chunk*
-//   header-chunk := magic "ICSNAP01" | u32le version (=1) | u64le policy-length | policy-json
-//   index-chunk  := bytes of index::write_snapshot (index/README.md, "Snapshot format")
+//   snapshot       := header-chunk tenant*
+//   header-chunk   := magic "ICSNAP01" | u32le version (=2) | u64le policy-length | policy-json
+//   tenant         := tenant-chunk data-chunk*
+//   tenant-chunk   := 'T' | tenant name bytes
+//   data-chunk     := 'D' | bytes of index::write_snapshot of that tenant's own index
 //
-// The policy JSON is the canonical encoding of the policy set in force (policy/policy_json.hpp);
-// loading re-applies it after the index data, so tenant TTLs, eviction modes and quotas come
-// back as they were.
+// Version 1 (written before tenants had indexes of their own) is still read:
+//   header-chunk (version 1) index-chunk*, index-chunk = bytes of one combined index, which
+//   the loader splits into one index per tenant (index::cache_index::split_tenants).
 //
-//   std::vector<std::string> chunks;
-//   write_state_snapshot(state, [&](std::string_view c) { chunks.emplace_back(c); return true; });
+// The policy JSON is the canonical encoding of the policy set in force; loading re-applies it,
+// so tenant TTLs, eviction modes and quotas come back as they were.
+//
+//   write_state_snapshot(set, [&](std::string_view c) { chunks.emplace_back(c); return true; });
 //   state_loader loader(options);
 //   for (auto& c : chunks) if (!loader.feed(c, &error)) ...;
-//   std::shared_ptr<index_state> restored = loader.finish(&error);
+//   std::unique_ptr<tenant_set> restored = loader.finish(&error);
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
-#include "actors/index_state.hpp"
+#include "actors/tenant_state.hpp"
 #include "index/snapshot_codec.hpp"
 
 namespace ic::actors {
 
-/// Streams `state` as snapshot chunks of about `chunk_bytes`; false if `sink` aborted.
-bool write_state_snapshot(const index_state& state,
+/// Streams the policy set and `tenants` (in the given order; name order keeps snapshots
+/// reproducible) as snapshot chunks of about `chunk_bytes`; false if `sink` aborted. The
+/// tenants must not change during the call (readers may run).
+bool write_state_snapshot(const policy::policy_store& policies,
+                          const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);
+/// Same, for every tenant of `set`.
+bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::string_view)>& sink,
+                          std::size_t chunk_bytes = 1 << 20);
 
-/// Rebuilds an `index_state` from the chunks of `write_state_snapshot`, in order.
+/// Rebuilds a `tenant_set` from the chunks of `write_state_snapshot` (version 2) or of the
+/// version-1 writer, in order.
 class state_loader {
  public:
-  explicit state_loader(index_state_options options);
+  explicit state_loader(state_options options);
+  ~state_loader();
 
   /// Takes the next chunk; false with `error` set when it is not a valid snapshot.
   bool feed(std::string_view chunk, std::string* error);
 
-  /// Returns the restored state, or nullptr with `error` set when the snapshot was incomplete.
-  std::shared_ptr<index_state> finish(std::string* error);
+  /// Returns the restored tenants, or nullptr with `error` set when the snapshot was
+  /// incomplete.
+  std::unique_ptr<tenant_set> finish(std::string* error);
 
  private:
-  std::shared_ptr<index_state> state_;
-  std::unique_ptr<index::snapshot_loader> loader_;
+  bool finish_tenant(std::string* error);
+
+  state_options options_;
+  std::unique_ptr<tenant_set> set_;
+  std::uint32_t version_ = 0;
   std::string policy_json_;
-  bool header_seen_ = false;
+  // Version 2: the tenant being loaded.
+  std::string tenant_;
+  std::unique_ptr<index::cache_index> index_;
+  std::unique_ptr<index::snapshot_loader> loader_;
+  bool failed_ = false;
 };
 
 }  // namespace ic::actors

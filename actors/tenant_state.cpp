@@ -1,0 +1,287 @@
+#include "actors/tenant_state.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace ic::actors {
+
+index::index_options tenant_index_options(const state_options& o, index::shared_facts* shared) {
+  index::index_options io;
+  io.max_entries = o.max_entries;
+  io.default_ttl = o.default_ttl;
+  io.shared = shared;
+  io.external_cap = true;
+  return io;
+}
+
+std::int64_t max_growth(const index::cache_state_update& u) {
+  std::int64_t n = 0;
+  for (const auto& p : u.prefixes)
+    n += 1 + static_cast<std::int64_t>(p.block_hashes.size());
+  return n;
+}
+
+namespace {
+
+index::route_options route_options_of(const state_options& o) {
+  index::route_options r;
+  r.block_size = o.block_size > 0 ? o.block_size : 16;
+  return r;
+}
+
+lookup_outcome decide_on(const index::cache_index& idx, const index::route_options& ro,
+                         const index::lookup_route_request& request, index::micros now_us,
+                         const policy::policy_store& policies,
+                         const std::function<bool()>& expired) {
+  const policy::resolved_policy pol = policies.resolve(request.tenant_id);
+  index::route_plan plan = index::plan_route(request, pol, ro);
+  if (plan.early) return {std::move(*plan.early), {}};
+  index::route_decision decision = index::decide_route(idx, request, plan, pol, now_us);
+  if (expired && expired()) return {index::timeout_response(plan), {}};
+  return {std::move(decision.response), std::move(decision.credit)};
+}
+
+}  // namespace
+
+// ----------------------------------------------------------------------------- tenant_state
+
+tenant_state::tenant_state(std::string tenant, const state_options& options,
+                           index::shared_facts* shared, policy_ptr policies)
+    : tenant_state(std::move(tenant),
+                   std::make_unique<index::cache_index>(tenant_index_options(options, shared)),
+                   options, std::move(policies)) {}
+
+tenant_state::tenant_state(std::string tenant, std::unique_ptr<index::cache_index> idx,
+                           const state_options& options, policy_ptr policies)
+    : tenant_(std::move(tenant)), index_(std::move(idx)), route_options_(route_options_of(options)) {
+  set_policies(std::move(policies));
+}
+
+index::ingest_result tenant_state::ingest(const index::cache_state_update& u, index::micros at,
+                                          index::change_log* changes,
+                                          index::input_origin origin) {
+  return index_->ingest(u, at, changes, origin);
+}
+
+index::event_result tenant_state::apply_event(const index::cache_event& e, index::micros at,
+                                              index::change_log* changes) {
+  return index_->apply_event(e, at, changes);
+}
+
+bool tenant_state::sweep_step(index::micros at, index::cache_index::sweep_cursor& cursor,
+                              std::size_t max_keys, index::change_log* changes,
+                              index::sweep_result& result) {
+  return index_->sweep_step(at, cursor, max_keys, changes, result);
+}
+
+void tenant_state::set_policies(policy_ptr policies) {
+  policies_ = std::move(policies);
+  index_->set_tenant_policy(tenant_, policies_->resolve(tenant_));
+  index_->set_tenant_quota(tenant_, policies_->quota(tenant_));
+}
+
+void tenant_state::credit(const std::vector<index::scored_replica>& hits) {
+  if (!hits.empty()) index_->credit_lfu(hits);
+}
+
+probe_outcome tenant_state::probe(const probe_request& request, index::micros now) {
+  return run_probe(*index_, request, now);
+}
+
+lookup_outcome tenant_state::decide(const index::lookup_route_request& request,
+                                    index::micros now_us,
+                                    const std::function<bool()>& expired) const {
+  return decide_on(*index_, route_options_, request, now_us, *policies_, expired);
+}
+
+index::cache_state_view tenant_state::cache_state(const std::string& model) const {
+  return index_->get_cache_state(tenant_, model);
+}
+
+// ---------------------------------------------------------------------------- absent_tenant
+
+absent_tenant::absent_tenant(const state_options& options, index::shared_facts* shared)
+    : index_(tenant_index_options(options, shared)), route_options_(route_options_of(options)) {}
+
+lookup_outcome absent_tenant::decide(const index::lookup_route_request& request,
+                                     index::micros now_us,
+                                     const policy::policy_store& policies) const {
+  return decide_on(index_, route_options_, request, now_us, policies, {});
+}
+
+// -------------------------------------------------------------------------------- cap merge
+
+std::int64_t cap_excess(const index::shared_facts& facts, std::int64_t max_entries) {
+  if (max_entries <= 0) return 0;
+  const auto over = facts.total_entries.load() - facts.reserved_entries.load() - max_entries;
+  return over > 0 ? over : 0;
+}
+
+void enforce_cap(const std::vector<tenant_state*>& tenants, const index::shared_facts& facts,
+                 std::int64_t max_entries, index::micros ts, index::change_log* changes,
+                 index::ingest_result& result) {
+  for (std::int64_t excess = cap_excess(facts, max_entries); excess > 0;
+       excess = cap_excess(facts, max_entries)) {
+    tenant_state* best = nullptr;
+    std::optional<index::cap_head> best_head, bound;
+    for (auto* t : tenants) {
+      auto h = t->cap_victim();
+      if (!h) continue;
+      if (!best_head || index::cap_before(*h, *best_head)) {
+        if (best_head && (!bound || index::cap_before(*best_head, *bound))) bound = best_head;
+        best = t;
+        best_head = std::move(h);
+      } else if (!bound || index::cap_before(*h, *bound)) {
+        bound = std::move(h);
+      }
+    }
+    if (best == nullptr) return;
+    if (best->evict_cap(bound, excess, ts, changes, result) == 0) return;
+  }
+}
+
+// --------------------------------------------------------------------------------- tenant_set
+
+tenant_set::tenant_set(state_options options)
+    : options_(options),
+      facts_(std::make_shared<index::shared_facts>()),
+      policies_(std::make_shared<policy::policy_store>(options.default_ttl)),
+      absent_(options, facts_.get()) {}
+
+tenant_state* tenant_set::find(const std::string& tenant) {
+  auto it = tenants_.find(tenant);
+  return it == tenants_.end() ? nullptr : it->second.get();
+}
+
+tenant_state& tenant_set::get_or_create(const std::string& tenant) {
+  auto it = tenants_.find(tenant);
+  if (it == tenants_.end())
+    it = tenants_
+             .emplace(tenant, std::make_unique<tenant_state>(tenant, options_, facts_.get(),
+                                                             policies_))
+             .first;
+  return *it->second;
+}
+
+void tenant_set::adopt(std::unique_ptr<tenant_state> t) {
+  std::string name = t->tenant();
+  t->set_policies(policies_);
+  tenants_.insert_or_assign(std::move(name), std::move(t));
+}
+
+void tenant_set::set_policies(policy_ptr policies) {
+  policies_ = std::move(policies);
+  for (auto& [_, t] : tenants_) t->set_policies(policies_);
+}
+
+std::map<std::string, std::unique_ptr<tenant_state>> tenant_set::release() {
+  return std::move(tenants_);
+}
+
+apply_outcome tenant_set::apply(const decoded_record& record, index::change_log* changes) {
+  apply_outcome out;
+  const index::micros at = record.applied_at_us;
+  std::visit(
+      [&](const auto& payload) {
+        using T = std::decay_t<decltype(payload)>;
+        if constexpr (std::is_same_v<T, index::cache_state_update>) {
+          tenant_state& t = get_or_create(payload.tenant_id);
+          out.ingest = t.ingest(payload, at, changes);
+          if (cap_excess(*facts_, options_.max_entries) > 0) {
+            std::vector<tenant_state*> all;
+            for (auto& [_, x] : tenants_) all.push_back(x.get());
+            const index::micros ts = payload.timestamp_us == 0 ? at : payload.timestamp_us;
+            enforce_cap(all, *facts_, options_.max_entries, ts, changes, out.ingest);
+          }
+        } else if constexpr (std::is_same_v<T, index::cache_event>) {
+          if (auto* t = find(payload.tenant_id)) {
+            out.event = t->apply_event(payload, at, changes);
+          } else {
+            out.event.applied = true;  // nothing of this tenant is held
+          }
+        } else if constexpr (std::is_same_v<T, policy_record>) {
+          auto set = policy::policy_store::from_bytes(payload.canonical_json);
+          if (!set.has_value()) {
+            out.ok = false;
+            out.error = set.error();
+            return;
+          }
+          auto next = std::make_shared<policy::policy_store>(*policies_);
+          next->apply(set.value());
+          set_policies(std::move(next));
+        } else {
+          for (auto& [_, t] : tenants_) {
+            index::cache_index::sweep_cursor cursor;
+            while (!t->sweep_step(at, cursor, std::size_t{1} << 30, changes, out.sweep)) {
+            }
+          }
+        }
+      },
+      record.payload);
+  return out;
+}
+
+index::lookup_route_response tenant_set::lookup(const index::lookup_route_request& request,
+                                                index::micros now_us,
+                                                const std::function<bool()>& expired) {
+  tenant_state* t = find(request.tenant_id);
+  if (t == nullptr) return absent_.decide(request, now_us, *policies_).response;
+  lookup_outcome out = t->decide(request, now_us, expired);
+  t->credit(out.credit);
+  return std::move(out.response);
+}
+
+namespace {
+std::vector<const tenant_state*> all_of(
+    const std::map<std::string, std::unique_ptr<tenant_state>>& m) {
+  std::vector<const tenant_state*> v;
+  for (const auto& [_, t] : m) v.push_back(t.get());
+  return v;
+}
+}  // namespace
+
+index::snapshot_view tenant_set::snapshot() const { return merge_snapshots(all_of(tenants_)); }
+
+std::vector<std::string> tenant_set::canonical_dump() const {
+  return merge_dumps(all_of(tenants_), *facts_);
+}
+
+// ------------------------------------------------------------------------------ merged views
+
+index::snapshot_view merge_snapshots(const std::vector<const tenant_state*>& tenants) {
+  index::snapshot_view out;
+  for (const auto* t : tenants) {
+    index::snapshot_view v = t->index().snapshot();
+    out.replicas.insert(out.replicas.end(), std::make_move_iterator(v.replicas.begin()),
+                        std::make_move_iterator(v.replicas.end()));
+    out.tenants.insert(out.tenants.end(), std::make_move_iterator(v.tenants.begin()),
+                       std::make_move_iterator(v.tenants.end()));
+    out.total_prefixes += v.total_prefixes;
+    out.hot_prefixes += v.hot_prefixes;
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> merge_entries_by_model(
+    const std::vector<const tenant_state*>& tenants) {
+  std::map<std::string, std::int64_t> m;
+  for (const auto* t : tenants)
+    for (auto& [model, n] : t->index().entries_by_model()) m[model] += n;
+  return {m.begin(), m.end()};
+}
+
+std::vector<std::string> merge_dumps(const std::vector<const tenant_state*>& tenants,
+                                     const index::shared_facts& facts) {
+  std::vector<std::string> out;
+  for (const auto* t : tenants) {
+    for (auto& line : t->index().canonical_dump())
+      if (line.rfind("G|", 0) != 0) out.push_back(std::move(line));
+  }
+  out.push_back("G|" + std::to_string(facts.total_entries.load()) + "|" +
+                std::to_string(facts.reserved_entries.load()) + "|" +
+                std::to_string(facts.total_keys.load()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace ic::actors
