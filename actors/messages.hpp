@@ -29,9 +29,10 @@ struct append_result {
 };
 
 /// Receives append results, once per appended record; `slot` is the caller's own tag for
-/// the record. Applied records are reported from the index actor in append order; a refusal
-/// (JOURNAL_UNAVAILABLE from the journal actor, SHUTTING_DOWN on the caller's thread) can
-/// arrive before earlier records' results, so order results by `slot`, not by arrival.
+/// the record. Results arrive from the tenant actors (records of different tenants are
+/// applied concurrently, each tenant's in append order) or, for refusals
+/// (JOURNAL_UNAVAILABLE, SHUTTING_DOWN), from the journal actor or the caller's thread, and
+/// may arrive concurrently: order them by `slot`, not by arrival.
 class append_sink {
  public:
   virtual ~append_sink() = default;

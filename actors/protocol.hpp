@@ -168,6 +168,12 @@ struct frozen_view {
   const policy::policy_store* policies = nullptr;
   std::vector<const tenant_state*> tenants;
   const index::shared_facts* facts = nullptr;
+  /// Owners of the above, held for the read's duration.
+  struct {
+    policy_ptr policies;
+    std::shared_ptr<index::shared_facts> facts;
+    std::vector<std::shared_ptr<tenant_state>> tenants;
+  } owners;
 };
 
 /// A read of every tenant at a consistent point (run by the snapshot writer's thread).

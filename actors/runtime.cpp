@@ -593,6 +593,10 @@ void run_job(coordinator_pointer self) {
     view.policies = s.policies.get();
     view.facts = s.sh->facts.get();
     for (const auto& [_, t] : s.tenants) view.tenants.push_back(t.second.get());
+    // Keep what the view points to alive even if the read outlives the actors (shutdown).
+    view.owners.policies = s.policies;
+    view.owners.facts = s.sh->facts;
+    for (const auto& [_, t] : s.tenants) view.owners.tenants.push_back(t.second);
     job.read.view = std::move(view);
     self->request(s.writer, caf::infinite, read_atom::value, std::move(job.read))
         .then([=](bool) { finish_job(self); }, [=](caf::error&) { finish_job(self); });
@@ -693,24 +697,22 @@ bool dispatch_front(coordinator_pointer self) {
     auto& t = ensure_tenant(self, u->tenant_id);
     const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : max_growth(*u);
     const std::int64_t cap = sh.options.max_entries;
-    if (cap > 0 && growth > 0) {
-      const std::int64_t pending = sh.pending_growth.load();
-      const std::int64_t held =
-          sh.facts->total_entries.load() - sh.facts->reserved_entries.load();
-      if (pending + held + growth > cap) {
-        // Close to the cap: apply this update alone, then merge the tenants' cap orders.
-        if (!sh.drained_now()) {
-          s.now = phase::draining;
-          return false;
-        }
-        r.exclusive = true;
-        s.now = phase::exclusive;
-        sh.inflight.fetch_add(1);
-        s.last_applied_seq = r.seq;
-        self->send(t, apply_atom::value, std::move(r));
-        s.queue.pop_front();
+    // Far from the cap (even if every update in flight adds all it names) no update can
+    // trigger it, so tenants apply concurrently. Otherwise — and whenever the index is
+    // already over the cap, e.g. after a restart with a lower cap — this update is applied
+    // alone and the cap merged over the tenants, as the serial replay does.
+    if (cap > 0 && sh.pending_growth.load() + sh.facts->nonreserved_entries.load() + growth > cap) {
+      if (!sh.drained_now()) {
+        s.now = phase::draining;
         return false;
       }
+      r.exclusive = true;
+      s.now = phase::exclusive;
+      sh.inflight.fetch_add(1);
+      s.last_applied_seq = r.seq;
+      self->send(t, apply_atom::value, std::move(r));
+      s.queue.pop_front();
+      return false;
     }
     r.growth = growth;
     sh.pending_growth.fetch_add(growth);
@@ -727,6 +729,12 @@ bool dispatch_front(coordinator_pointer self) {
       self->send(it->second.first, apply_atom::value, std::move(r));
     }
   } else if (auto* p = std::get_if<policy_record>(&payload)) {
+    // Drain first: no tenant is then mid-sweep (which would defer the change), so every
+    // tenant installs it from its mailbox before any lookup sent after the push's 204.
+    if (!sh.drained_now()) {
+      s.now = phase::draining;
+      return false;
+    }
     s.now = phase::policy;
     policy_change change{std::move(p->canonical_json), tenant_actors(s)};
     auto rec = std::make_shared<tenant_record>(std::move(r));
@@ -1174,7 +1182,11 @@ std::optional<T> frozen_read(const coordinator_actor& coordinator, std::chrono::
   caf::anon_send(coordinator, read_atom::value,
                  read_job{[result, read](const frozen_view& v) { result->set_value(read(v)); }, {}});
   if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  return fut.get();
+  try {
+    return fut.get();
+  } catch (const std::future_error&) {
+    return std::nullopt;  // the actor stopped before answering (shutdown)
+  }
 }
 
 }  // namespace
@@ -1211,7 +1223,11 @@ std::optional<probe_outcome> runtime::probe_blocking(const probe_request& reques
   call->done = [result](const probe_outcome& o) { result->set_value(o); };
   caf::anon_send(impl_->coordinator, probe_atom::value, std::move(call));
   if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  return fut.get();
+  try {
+    return fut.get();
+  } catch (const std::future_error&) {
+    return std::nullopt;  // the actor stopped before answering (shutdown)
+  }
 }
 
 std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,
@@ -1220,7 +1236,11 @@ std::optional<append_result> runtime::append_blocking(record_kind kind, std::str
   auto fut = sink->future();
   append(kind, std::move(payload), sink, 0);
   if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  return fut.get();
+  try {
+    return fut.get();
+  } catch (const std::future_error&) {
+    return std::nullopt;  // the actor stopped before answering (shutdown)
+  }
 }
 
 std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milliseconds timeout) {

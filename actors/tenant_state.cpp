@@ -113,7 +113,7 @@ lookup_outcome absent_tenant::decide(const index::lookup_route_request& request,
 
 std::int64_t cap_excess(const index::shared_facts& facts, std::int64_t max_entries) {
   if (max_entries <= 0) return 0;
-  const auto over = facts.total_entries.load() - facts.reserved_entries.load() - max_entries;
+  const auto over = facts.nonreserved_entries.load() - max_entries;
   return over > 0 ? over : 0;
 }
 

@@ -149,6 +149,9 @@ void cache_index::publish_facts(const global_facts& before) {
   if (const auto d = facts_.total_keys - before.total_keys; d != 0) {
     s->total_keys.fetch_add(d, std::memory_order_acq_rel);
   }
+  const auto nonreserved = (facts_.total_entries - facts_.reserved_entries) -
+                           (before.total_entries - before.reserved_entries);
+  if (nonreserved != 0) s->nonreserved_entries.fetch_add(nonreserved, std::memory_order_acq_rel);
 }
 
 ingest_result cache_index::ingest(const cache_state_update& update, micros now, change_log* changes,

@@ -51,6 +51,9 @@ struct shared_facts {
   std::atomic<std::int64_t> total_entries{0};
   std::atomic<std::int64_t> reserved_entries{0};
   std::atomic<std::int64_t> total_keys{0};
+  /// total_entries − reserved_entries as one counter, so a reader comparing it with the
+  /// global cap never pairs an old total with a new reserved count.
+  std::atomic<std::int64_t> nonreserved_entries{0};
 };
 
 /// Index constants (spec/lookup.md §2.5); the defaults are the reference values.

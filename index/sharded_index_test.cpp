@@ -226,6 +226,9 @@ struct sharded_target {
     return out;
   }
   global_facts totals() const {
+    // The single non-reserved counter always equals the difference of the two totals.
+    EXPECT_EQ(shared.nonreserved_entries.load(),
+              shared.total_entries.load() - shared.reserved_entries.load());
     return global_facts{shared.total_entries.load(), shared.reserved_entries.load(),
                         shared.total_keys.load()};
   }
