@@ -135,6 +135,8 @@ struct lookup_call final : expiring {
   index::lookup_route_request request;
   std::function<void(std::optional<index::lookup_route_response>)> done;
   std::atomic<bool> claimed{false};
+  /// Set before the call goes to the deadline timer.
+  std::atomic<bool> timed{false};
   bool claim() { return !claimed.exchange(true); }
   void expire() override {
     if (claim()) std::exchange(done, nullptr)(std::nullopt);
@@ -148,6 +150,8 @@ struct state_call final : expiring {
   std::string model;
   std::function<void(std::optional<index::cache_state_view>)> done;
   std::atomic<bool> claimed{false};
+  /// Set before the call goes to the deadline timer.
+  std::atomic<bool> timed{false};
   bool claim() { return !claimed.exchange(true); }
   void expire() override {
     if (claim()) std::exchange(done, nullptr)(std::nullopt);

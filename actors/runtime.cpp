@@ -443,7 +443,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
         call->request = {};
-        s.sh->timer->note_settled();
+        if (call->timed.load()) s.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
@@ -451,7 +451,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->model);
         if (!call->claim()) return;
-        self->state.sh->timer->note_settled();
+        if (call->timed.load()) self->state.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(view));
       },
       [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },
@@ -1190,8 +1190,13 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
   call->deadline = deadline;
   call->request = std::move(request);
   call->done = std::move(done);
-  impl_->timer.schedule(call);
-  ask_from_gateway(impl_->system, *actor, lookup_atom::value, std::move(call));
+  // An idle actor answers right here (gateway_unit); only a call still open afterwards
+  // needs the deadline timer (a call answered meanwhile just expires as a no-op).
+  ask_from_gateway(impl_->system, *actor, lookup_atom::value, call);
+  if (!call->claimed.load()) {
+    call->timed = true;
+    impl_->timer.schedule(std::move(call));
+  }
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
@@ -1209,8 +1214,11 @@ void runtime::cache_state(std::string tenant, std::string model, steady::time_po
   call->deadline = deadline;
   call->model = std::move(model);
   call->done = std::move(done);
-  impl_->timer.schedule(call);
-  ask_from_gateway(impl_->system, *actor, state_atom::value, std::move(call));
+  ask_from_gateway(impl_->system, *actor, state_atom::value, call);
+  if (!call->claimed.load()) {
+    call->timed = true;
+    impl_->timer.schedule(std::move(call));
+  }
 }
 
 void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {

@@ -444,6 +444,58 @@ TEST_F(RuntimeTest, ManyTenantsUnderACapMatchTheSerialReplayOfTheJournal) {
   EXPECT_EQ(*replayed, live);
 }
 
+TEST_F(RuntimeTest, APolicyPushReachesExistingTenantActorsBeforeItsAck) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
+  auto before = lookup_blocking(*rt, chain_lookup({"a"}));
+  ASSERT_TRUE(before.has_value());
+  ASSERT_EQ(before->reason_code, "PREFIX_MATCH");
+  // A matched-tokens floor above the chain's 64 tokens turns the same lookup into a miss.
+  auto ack = rt->append_blocking(
+      record_kind::policy,
+      R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":1000,)"
+      R"("affinityRouting":false}],"tenants":[]})",
+      5s);
+  ASSERT_TRUE(ack.has_value() && ack->accepted);
+  auto after = lookup_blocking(*rt, chain_lookup({"a"}));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->reason_code, "NO_HINT");
+}
+
+TEST_F(RuntimeTest, ManyTenantsComeBackFromASnapshotPlusTail) {
+  opts_.snapshot_every_records = 0;
+  opts_.snapshot_on_stop = false;
+  std::string err;
+  std::vector<std::string> live;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    auto append = [&](const std::string& tenant, const std::string& replica,
+                      std::vector<std::string> blocks) {
+      auto u = testing::chain_update(replica, blocks, "vllm", tenant);
+      ASSERT_TRUE(rt->append_blocking(record_kind::update, u.SerializeAsString(), 5s));
+    };
+    for (int i = 0; i < 8; ++i) append("t" + std::to_string(i % 4), "r" + std::to_string(i), {"a", "b"});
+    auto report = rt->snapshot_now_blocking(30s);
+    ASSERT_TRUE(report.has_value() && report->ok);
+    for (int i = 0; i < 5; ++i) append("u" + std::to_string(i), "r", {"c" + std::to_string(i)});
+    live = *rt->canonical_dump_blocking(10s);
+  }
+  recovery_info info;
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GT(info.snapshot_seq, 0u);
+  EXPECT_EQ(info.records_replayed, 5u);  // only the tail after the snapshot
+  EXPECT_EQ(*rt->canonical_dump_blocking(10s), live);
+  auto q = chain_lookup({"c1"});  // a tail record's tenant, one replica
+  q.tenant_id = "u1";
+  auto resp = lookup_blocking(*rt, q);
+  ASSERT_TRUE(resp.has_value());
+  EXPECT_EQ(resp->reason_code, "PREFIX_MATCH");
+}
+
 TEST_F(RuntimeTest, LookupsOfATenantWithoutAnActorSeeTheWholeIndex) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
