@@ -3,6 +3,7 @@
 # JSON file per run into $OUT (default /tmp/ic_bench). Every run is bounded (seconds to a few
 # minutes). Usage: tools/bench/run_benchmarks.sh [BUILD_DIR]   (default: build)
 #   SIZES="1000000 10000000"  index sizes to measure      DURATION=10s  per measured phase
+#   CAP_ENTRIES=200000        --max-index-entries of the at-the-cap ingest run
 set -euo pipefail
 BUILD=${1:-build}
 B=$BUILD/tools/inferencecache-bench
@@ -14,12 +15,12 @@ mkdir -p "$OUT"
 
 SERVER_PID=""
 GRPC=""
-start_server() {  # start_server NAME: fresh data dir, unbounded index, journal on without fsync
+start_server() {  # start_server NAME [CAP]: fresh data dir, index cap (default unbounded), journal on without fsync
   local dir="$OUT/data-$1"
   rm -rf "$dir" && mkdir -p "$dir"
   "$S" --insecure-disable-auth --data-dir="$dir" --grpc-bind-address=127.0.0.1:0 \
     --http-bind-address=127.0.0.1:0 --snapshot-bind-address=127.0.0.1:0 \
-    --max-index-entries=0 --journal-fsync=false 2>"$dir/server.log" &
+    --max-index-entries="${2:-0}" --journal-fsync=false 2>"$dir/server.log" &
   SERVER_PID=$!
   for _ in $(seq 1 300); do
     GRPC=$(grep -o '"grpc_addr":"[^"]*' "$dir/server.log" | cut -d'"' -f4 || true)
@@ -51,6 +52,12 @@ for p in 2 4; do
 done
 stop_server
 rm -rf "$OUT/data-ingest"
+
+# Ingest at the global cap: every update is then applied alone and merged over the tenants.
+start_server ingest-cap "${CAP_ENTRIES:-200000}"
+"$B" --addr "$GRPC" -d "$DURATION" --producers 2 --json "$OUT/ingest_cap_p2.json" ingest
+stop_server
+rm -rf "$OUT/data-ingest-cap"
 
 for n in $SIZES; do
   for sig in term kill; do
