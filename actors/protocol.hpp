@@ -130,10 +130,12 @@ struct cap_evicted {
   std::optional<index::cap_head> next;
 };
 
-/// A LookupRoute ask: answered once, by the tenant actor or at the deadline by the timer.
-struct lookup_call final : expiring {
-  index::lookup_route_request request;
-  std::function<void(std::optional<index::lookup_route_response>)> done;
+/// A gateway ask with a deadline: answered once, by the tenant actor (which claims it) or
+/// at the deadline by the timer (`done(nullopt)`).
+template <class Answer, class Question>
+struct ask_call final : expiring {
+  Question question;
+  std::function<void(std::optional<Answer>)> done;
   std::atomic<bool> claimed{false};
   /// Set before the call goes to the deadline timer.
   std::atomic<bool> timed{false};
@@ -143,21 +145,11 @@ struct lookup_call final : expiring {
   }
   bool settled() const override { return claimed.load(); }
 };
+/// A LookupRoute ask.
+using lookup_call = ask_call<index::lookup_route_response, index::lookup_route_request>;
 using lookup_call_ptr = std::shared_ptr<lookup_call>;
-
-/// A GetCacheState ask, like `lookup_call`.
-struct state_call final : expiring {
-  std::string model;
-  std::function<void(std::optional<index::cache_state_view>)> done;
-  std::atomic<bool> claimed{false};
-  /// Set before the call goes to the deadline timer.
-  std::atomic<bool> timed{false};
-  bool claim() { return !claimed.exchange(true); }
-  void expire() override {
-    if (claim()) std::exchange(done, nullptr)(std::nullopt);
-  }
-  bool settled() const override { return claimed.load(); }
-};
+/// A GetCacheState ask (the question is the model).
+using state_call = ask_call<index::cache_state_view, std::string>;
 using state_call_ptr = std::shared_ptr<state_call>;
 
 /// A /probe run, queued with the journaled inputs so it never interleaves with them.

@@ -222,6 +222,22 @@ void ask_from_gateway(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
                  &gateway_unit::of(sys));
 }
 
+/// Asks a tenant actor with a deadline: an idle actor answers right here (gateway_unit);
+/// only a call still open afterwards goes to the deadline timer.
+template <class Call, class Atom, class Question, class Done>
+void ask_tenant(caf::actor_system& sys, deadline_timer& timer, const tenant_actor& actor, Atom atom,
+                std::chrono::steady_clock::time_point deadline, Question question, Done done) {
+  auto call = std::make_shared<Call>();
+  call->deadline = deadline;
+  call->question = std::move(question);
+  call->done = std::move(done);
+  ask_from_gateway(sys, actor, atom, call);
+  if (!call->claimed.load()) {
+    call->timed = true;
+    timer.schedule(std::move(call));
+  }
+}
+
 // ------------------------------------------------------------------------- snapshot writer
 
 snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
@@ -439,17 +455,17 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
         const auto deadline = call->deadline;
         lookup_outcome out =
-            s.st->decide(call->request, now_micros(), [deadline] { return steady::now() > deadline; });
+            s.st->decide(call->question, now_micros(), [deadline] { return steady::now() > deadline; });
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
-        call->request = {};
+        call->question = {};
         if (call->timed.load()) s.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
       [=](state_atom, state_call_ptr& call) {
         if (call->claimed.load()) return;
-        auto view = self->state.st->cache_state(call->model);
+        auto view = self->state.st->cache_state(call->question);
         if (!call->claim()) return;
         if (call->timed.load()) self->state.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(view));
@@ -1186,17 +1202,8 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
     done(std::move(out.response));
     return;
   }
-  auto call = std::make_shared<lookup_call>();
-  call->deadline = deadline;
-  call->request = std::move(request);
-  call->done = std::move(done);
-  // An idle actor answers right here (gateway_unit); only a call still open afterwards
-  // needs the deadline timer (a call answered meanwhile just expires as a no-op).
-  ask_from_gateway(impl_->system, *actor, lookup_atom::value, call);
-  if (!call->claimed.load()) {
-    call->timed = true;
-    impl_->timer.schedule(std::move(call));
-  }
+  ask_tenant<lookup_call>(impl_->system, impl_->timer, *actor, lookup_atom::value, deadline,
+                          std::move(request), std::move(done));
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
@@ -1210,15 +1217,8 @@ void runtime::cache_state(std::string tenant, std::string model, steady::time_po
     done(index::cache_state_view{});
     return;
   }
-  auto call = std::make_shared<state_call>();
-  call->deadline = deadline;
-  call->model = std::move(model);
-  call->done = std::move(done);
-  ask_from_gateway(impl_->system, *actor, state_atom::value, call);
-  if (!call->claimed.load()) {
-    call->timed = true;
-    impl_->timer.schedule(std::move(call));
-  }
+  ask_tenant<state_call>(impl_->system, impl_->timer, *actor, state_atom::value, deadline,
+                         std::move(model), std::move(done));
 }
 
 void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {
@@ -1231,6 +1231,18 @@ policy::resolved_policy runtime::policy_of(const std::string& tenant) const {
 
 namespace {
 
+/// Waits for `fut` at most `timeout`; nullopt on timeout or when the answering actor
+/// stopped first (shutdown).
+template <class T>
+std::optional<T> wait_answer(std::future<T>& fut, std::chrono::milliseconds timeout) {
+  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  try {
+    return fut.get();
+  } catch (const std::future_error&) {
+    return std::nullopt;
+  }
+}
+
 /// Runs `read` over every tenant at a quiescent point (the coordinator holds dispatch and
 /// LFU credits meanwhile); nullopt when it did not finish in `timeout`.
 template <class T>
@@ -1240,12 +1252,7 @@ std::optional<T> frozen_read(const coordinator_actor& coordinator, std::chrono::
   auto fut = result->get_future();
   caf::anon_send(coordinator, read_atom::value,
                  read_job{[result, read](const frozen_view& v) { result->set_value(read(v)); }, {}});
-  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  try {
-    return fut.get();
-  } catch (const std::future_error&) {
-    return std::nullopt;  // the actor stopped before answering (shutdown)
-  }
+  return wait_answer(fut, timeout);
 }
 
 }  // namespace
@@ -1281,12 +1288,7 @@ std::optional<probe_outcome> runtime::probe_blocking(const probe_request& reques
   call->request = request;
   call->done = [result](const probe_outcome& o) { result->set_value(o); };
   caf::anon_send(impl_->coordinator, probe_atom::value, std::move(call));
-  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  try {
-    return fut.get();
-  } catch (const std::future_error&) {
-    return std::nullopt;  // the actor stopped before answering (shutdown)
-  }
+  return wait_answer(fut, timeout);
 }
 
 std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,
@@ -1294,12 +1296,7 @@ std::optional<append_result> runtime::append_blocking(record_kind kind, std::str
   auto sink = std::make_shared<promise_sink>();
   auto fut = sink->future();
   append(kind, std::move(payload), sink, 0);
-  if (fut.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  try {
-    return fut.get();
-  } catch (const std::future_error&) {
-    return std::nullopt;  // the actor stopped before answering (shutdown)
-  }
+  return wait_answer(fut, timeout);
 }
 
 std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milliseconds timeout) {
