@@ -137,8 +137,6 @@ struct ask_call final : expiring {
   Question question;
   std::function<void(std::optional<Answer>)> done;
   std::atomic<bool> claimed{false};
-  /// Set before the call goes to the deadline timer.
-  std::atomic<bool> timed{false};
   bool claim() { return !claimed.exchange(true); }
   void expire() override {
     if (claim()) std::exchange(done, nullptr)(std::nullopt);

@@ -173,8 +173,9 @@ void log_snapshot(const snapshot_report& r) {
 
 // ------------------------------------------------------------------------ gateway hand-off
 
-/// Messages an idle actor processes on the asking thread before handing it back.
-constexpr std::size_t kInlineThroughput = 16;
+/// Messages an idle actor processes on the asking thread before handing it back (the
+/// asker's own answer leaves only when its handler returns, so keep this small).
+constexpr std::size_t kInlineThroughput = 4;
 
 /// The execution unit of a gateway thread that asks a tenant actor. When the ask wakes an
 /// idle actor, CAF hands the actor to the sender's execution unit (`exec_later`); this unit
@@ -222,20 +223,31 @@ void ask_from_gateway(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
                  &gateway_unit::of(sys));
 }
 
-/// Asks a tenant actor with a deadline: an idle actor answers right here (gateway_unit);
-/// only a call still open afterwards goes to the deadline timer.
+/// Asks a tenant actor with a deadline. The timer is armed first. `run_here` lets an idle
+/// actor answer on this thread (gateway_unit); gRPC sends an answer given inside the handler
+/// only when the handler returns, so only asks whose decision is certain to be short may
+/// run here — a long one would hold its own answer past the deadline.
 template <class Call, class Atom, class Question, class Done>
 void ask_tenant(caf::actor_system& sys, deadline_timer& timer, const tenant_actor& actor, Atom atom,
-                std::chrono::steady_clock::time_point deadline, Question question, Done done) {
+                std::chrono::steady_clock::time_point deadline, Question question, Done done,
+                bool run_here) {
   auto call = std::make_shared<Call>();
   call->deadline = deadline;
   call->question = std::move(question);
   call->done = std::move(done);
-  ask_from_gateway(sys, actor, atom, call);
-  if (!call->claimed.load()) {
-    call->timed = true;
-    timer.schedule(std::move(call));
+  timer.schedule(call);
+  if (run_here) {
+    ask_from_gateway(sys, actor, atom, std::move(call));
+  } else {
+    caf::anon_send(actor, atom, std::move(call));
   }
+}
+
+/// Lookups small enough to decide on the gateway thread (well under a millisecond: a
+/// 4096-block chain walk, or fingerprinting 64 Ki tokens).
+bool short_decision(const index::lookup_route_request& r) {
+  return r.block_hashes.size() <= 4096 && r.block_token_counts.size() <= 4096 &&
+         r.token_ids.size() <= 65536;
 }
 
 // ------------------------------------------------------------------------- snapshot writer
@@ -459,7 +471,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
         call->question = {};
-        if (call->timed.load()) s.sh->timer->note_settled();
+        s.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
@@ -467,7 +479,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->question);
         if (!call->claim()) return;
-        if (call->timed.load()) self->state.sh->timer->note_settled();
+        self->state.sh->timer->note_settled();
         std::exchange(call->done, nullptr)(std::move(view));
       },
       [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },
@@ -1202,8 +1214,10 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
     done(std::move(out.response));
     return;
   }
+  // The test hook makes every decision slow: such asks go to a worker, like large ones.
+  const bool run_here = impl_->shared.test_delay.count() == 0 && short_decision(request);
   ask_tenant<lookup_call>(impl_->system, impl_->timer, *actor, lookup_atom::value, deadline,
-                          std::move(request), std::move(done));
+                          std::move(request), std::move(done), run_here);
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
@@ -1218,7 +1232,7 @@ void runtime::cache_state(std::string tenant, std::string model, steady::time_po
     return;
   }
   ask_tenant<state_call>(impl_->system, impl_->timer, *actor, state_atom::value, deadline,
-                         std::move(model), std::move(done));
+                         std::move(model), std::move(done), /*run_here=*/true);
 }
 
 void runtime::subscribe(std::shared_ptr<event_subscriber> subscriber) {

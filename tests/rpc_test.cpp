@@ -479,6 +479,35 @@ TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
   EXPECT_NE(metrics.body.find("reason_code=\"TIMEOUT\""), std::string::npos) << metrics.body;
 }
 
+TEST_F(Rpc, ALookupStuckInItsTenantActorIsAnsweredAtTheDeadline) {
+  // H17: the decision takes 1.5 s (test hook) but the tenant's budget is 20 ms: TIMEOUT comes
+  // from the deadline timer long before the decision ends, and earns no LFU credit.
+  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
+  start({}, IC_TESTHOOKS_SERVER_BINARY);
+  ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
+  report({update("r1", {"a"})});
+  auto pushed = test::http_call(server_->snapshot_port(), "POST", "/policy", {},
+                                R"({"version":7,"policies":[{"namespace":"team-a",)"
+                                R"("lookupTimeoutMs":20}],"tenants":[]})");
+  ASSERT_EQ(pushed.status, 204) << pushed.body;
+  v1::LookupRouteRequest req;
+  req.set_tenant_id("team-a");
+  req.set_model_id("llama");
+  req.set_hash_scheme("vllm");
+  req.add_block_hashes("a");
+  req.add_block_token_counts(64);
+  grpc::ClientContext ctx;
+  deadline(ctx);
+  v1::LookupRouteResponse resp;
+  const auto t0 = std::chrono::steady_clock::now();
+  grpc::Status st = stub_->LookupRoute(&ctx, req, &resp);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  ASSERT_TRUE(st.ok()) << st.error_message();
+  EXPECT_EQ(resp.reason_code(), "TIMEOUT");
+  // "Within well under 1 s" (spec H17): the 1.5 s decision is not waited for.
+  EXPECT_LT(waited, std::chrono::milliseconds(1000));
+}
+
 TEST_F(Rpc, SlowEventSubscriberIsCutOffWithoutSlowingIngest) {
   start();
   grpc::ClientContext ctx;
