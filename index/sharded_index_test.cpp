@@ -21,15 +21,7 @@ namespace ic::index {
 namespace {
 
 using namespace ic::index::testing;
-
-std::string image(const change_log& log) {
-  std::ostringstream os;
-  for (const auto& c : log)
-    os << static_cast<int>(c.type) << ',' << static_cast<int>(c.cause) << ',' << c.tenant_id << ','
-       << c.model_id << ',' << c.hash_scheme << ',' << c.adapter_id << ',' << c.replica_id << ','
-       << c.prefix_hash << ',' << c.timestamp_us << ';';
-  return os.str();
-}
+using testing::image;  // joins the overloads below
 
 std::uint32_t bits(float f) {
   std::uint32_t b;

@@ -13,15 +13,6 @@ namespace {
 
 using namespace ic::index::testing;
 
-std::string image(const change_log& log) {
-  std::ostringstream os;
-  for (const auto& c : log)
-    os << static_cast<int>(c.type) << ',' << static_cast<int>(c.cause) << ',' << c.tenant_id << ','
-       << c.model_id << ',' << c.hash_scheme << ',' << c.adapter_id << ',' << c.replica_id << ','
-       << c.prefix_hash << ',' << c.timestamp_us << ';';
-  return os.str();
-}
-
 TEST(SlicedSweep, SlicesGiveTheOneShotSweepExactly) {
   for (std::uint64_t seed : {1u, 7u, 42u}) {
     for (std::size_t slice : {std::size_t{1}, std::size_t{3}, std::size_t{64}}) {

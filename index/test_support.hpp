@@ -200,6 +200,16 @@ struct generator {
 };
 
 /// Returns a one-line image of a LookupRoute response (for equality checks).
+/// A change log as one comparable string (type, cause, names, hash, time per change).
+inline std::string image(const change_log& log) {
+  std::ostringstream os;
+  for (const auto& c : log)
+    os << static_cast<int>(c.type) << ',' << static_cast<int>(c.cause) << ',' << c.tenant_id << ','
+       << c.model_id << ',' << c.hash_scheme << ',' << c.adapter_id << ',' << c.replica_id << ','
+       << c.prefix_hash << ',' << c.timestamp_us << ';';
+  return os.str();
+}
+
 inline std::string describe(const lookup_route_response& r) {
   std::ostringstream os;
   os << r.reason_code << '|' << r.adapter_id;

@@ -450,8 +450,10 @@ TEST_F(Rpc, ConcurrentReadersAndWritersAllSucceed) {
 }
 
 TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
-  // The test-hooks server stalls every lookup decision by 300 ms; the tenant's budget is 20 ms.
-  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "300", 1);
+  // The test-hooks server stalls every lookup decision in the tenant actor by 1.5 s; the
+  // tenant's budget is 20 ms. TIMEOUT comes from the deadline timer, not after the decision
+  // (H16/H17: "TIMEOUT within well under 1 s"), and is a normal answer, not an error.
+  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
   start({}, IC_TESTHOOKS_SERVER_BINARY);
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   report({update("r1", {"a"})});
@@ -469,43 +471,17 @@ TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
   grpc::ClientContext ctx;
   deadline(ctx);
   v1::LookupRouteResponse resp;
-  grpc::Status st = stub_->LookupRoute(&ctx, req, &resp);
-  ASSERT_TRUE(st.ok()) << st.error_message();
-  EXPECT_EQ(resp.reason_code(), "TIMEOUT");
-  EXPECT_EQ(resp.replica_scores_size(), 0);
-  EXPECT_EQ(resp.adapter_id(), "");
-  EXPECT_GE(resp.lookup_latency_us(), 20000);
-  auto metrics = test::http_call(server_->http_port(), "GET", "/metrics");
-  EXPECT_NE(metrics.body.find("reason_code=\"TIMEOUT\""), std::string::npos) << metrics.body;
-}
-
-TEST_F(Rpc, ALookupStuckInItsTenantActorIsAnsweredAtTheDeadline) {
-  // H17: the decision takes 1.5 s (test hook) but the tenant's budget is 20 ms: TIMEOUT comes
-  // from the deadline timer long before the decision ends, and earns no LFU credit.
-  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
-  start({}, IC_TESTHOOKS_SERVER_BINARY);
-  ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
-  report({update("r1", {"a"})});
-  auto pushed = test::http_call(server_->snapshot_port(), "POST", "/policy", {},
-                                R"({"version":7,"policies":[{"namespace":"team-a",)"
-                                R"("lookupTimeoutMs":20}],"tenants":[]})");
-  ASSERT_EQ(pushed.status, 204) << pushed.body;
-  v1::LookupRouteRequest req;
-  req.set_tenant_id("team-a");
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  req.add_block_hashes("a");
-  req.add_block_token_counts(64);
-  grpc::ClientContext ctx;
-  deadline(ctx);
-  v1::LookupRouteResponse resp;
   const auto t0 = std::chrono::steady_clock::now();
   grpc::Status st = stub_->LookupRoute(&ctx, req, &resp);
   const auto waited = std::chrono::steady_clock::now() - t0;
   ASSERT_TRUE(st.ok()) << st.error_message();
   EXPECT_EQ(resp.reason_code(), "TIMEOUT");
-  // "Within well under 1 s" (spec H17): the 1.5 s decision is not waited for.
-  EXPECT_LT(waited, std::chrono::milliseconds(1000));
+  EXPECT_EQ(resp.replica_scores_size(), 0);
+  EXPECT_EQ(resp.adapter_id(), "");
+  EXPECT_GE(resp.lookup_latency_us(), 20000);
+  EXPECT_LT(waited, std::chrono::milliseconds(1000));  // the 1.5 s decision is not waited for
+  auto metrics = test::http_call(server_->http_port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("reason_code=\"TIMEOUT\""), std::string::npos) << metrics.body;
 }
 
 TEST_F(Rpc, SlowEventSubscriberIsCutOffWithoutSlowingIngest) {
