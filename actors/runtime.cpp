@@ -173,9 +173,10 @@ void log_snapshot(const snapshot_report& r) {
 
 // ------------------------------------------------------------------------ gateway hand-off
 
-/// Messages an idle actor processes on the asking thread before handing it back (the
-/// asker's own answer leaves only when its handler returns, so keep this small).
-constexpr std::size_t kInlineThroughput = 4;
+/// Messages an idle actor processes on the asking thread before handing it back: only the
+/// ask itself. The asker's own answer leaves only when its handler returns, so anything
+/// queued behind the ask (an apply, a sweep slice) must run on a worker, not here.
+constexpr std::size_t kInlineThroughput = 1;
 
 /// The execution unit of a gateway thread that asks a tenant actor. When the ask wakes an
 /// idle actor, CAF hands the actor to the sender's execution unit (`exec_later`); this unit
@@ -206,7 +207,7 @@ class gateway_unit final : public caf::execution_unit {
   /// Returns this thread's unit for `sys`.
   static gateway_unit& of(caf::actor_system& sys) {
     thread_local gateway_unit unit;
-    unit.system_ = &sys;
+    if (!unit.running_) unit.system_ = &sys;  // never retarget a unit that is running
     return unit;
   }
 
@@ -1336,6 +1337,12 @@ void runtime::stop() {
     if (!r) spdlog::error("final snapshot did not finish in time");
   }
   caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
+  {
+    // The coordinator may still spawn a tenant for a record queued before its exit: wait
+    // until it is gone, so the directory below names every tenant actor.
+    caf::scoped_actor self{impl_->system};
+    self->wait_for(impl_->coordinator);
+  }
   for (auto& t : impl_->shared.directory.all())
     caf::anon_send_exit(t, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(impl_->policy, caf::exit_reason::user_shutdown);
