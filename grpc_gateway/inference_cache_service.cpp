@@ -146,6 +146,29 @@ std::int64_t unix_micros() {
       .count();
 }
 
+/// What a reactor shares with the runtime's callbacks (which may outlive it): the reactor
+/// while it lives, and whether it was finished. Whoever claims it first (an Ack, a cancel)
+/// finishes it; after OnDone nobody can.
+template <class Reactor>
+struct reactor_link {
+  explicit reactor_link(Reactor* r) : reactor(r) {}
+  /// Holding `mu`: marks the reactor finished and returns it, or nullptr when it already
+  /// was finished or is gone.
+  Reactor* claim() {
+    if (finished || reactor == nullptr) return nullptr;
+    finished = true;
+    return reactor;
+  }
+  /// OnDone: the reactor is gone.
+  void unlink() {
+    std::lock_guard<std::mutex> lock(mu);
+    reactor = nullptr;
+  }
+  std::mutex mu;
+  Reactor* reactor;
+  bool finished = false;
+};
+
 /// One ReportCacheState stream: reads messages, journals each, and sends the Ack once every
 /// message is journaled and applied (spec/extensions.md §3–§4).
 class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate> {
@@ -207,23 +230,19 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
   /// that never completes must not keep the RPC (and server shutdown) waiting.
   void OnCancel() override {
     std::unique_lock<std::mutex> lock(sink_->mu);
-    if (sink_->finished || sink_->reactor == nullptr) return;
-    sink_->finished = true;
+    if (sink_->claim() == nullptr) return;
     lock.unlock();
     Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled"));
   }
 
   void OnDone() override {
-    {
-      std::lock_guard<std::mutex> lock(sink_->mu);
-      sink_->reactor = nullptr;
-    }
+    sink_->unlink();
     delete this;
   }
 
  private:
-  struct sink final : actors::append_sink {
-    explicit sink(report_reactor* r) : reactor(r) {}
+  struct sink final : actors::append_sink, reactor_link<report_reactor> {
+    explicit sink(report_reactor* r) : reactor_link(r) {}
 
     void on_applied(std::size_t slot, const actors::append_result& r) override {
       std::unique_lock<std::mutex> lock(mu);
@@ -253,9 +272,9 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
     }
 
     void maybe_finish(std::unique_lock<std::mutex>& lock) {
-      if (!half_closed || outstanding != 0 || finished || reactor == nullptr) return;
-      finished = true;
-      auto* rr = reactor;
+      if (!half_closed || outstanding != 0) return;
+      auto* rr = claim();
+      if (rr == nullptr) return;
       if (cancelled) {
         lock.unlock();
         rr->Finish(grpc::Status(grpc::StatusCode::CANCELLED, "stream cancelled by the client"));
@@ -272,14 +291,11 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
       rr->Finish(grpc::Status::OK);
     }
 
-    std::mutex mu;
-    report_reactor* reactor;
     std::size_t next_slot = 0;
     std::size_t outstanding = 0;
     bool half_closed = false;
     bool cancelled = false;
     bool paused = false;
-    bool finished = false;
     std::size_t drop_slot = std::numeric_limits<std::size_t>::max();
     std::string drop_reason;
     std::size_t refused_slot = std::numeric_limits<std::size_t>::max();
@@ -314,36 +330,29 @@ class publish_reactor final : public grpc::ServerUnaryReactor {
   }
 
   void OnDone() override {
-    {
-      std::lock_guard<std::mutex> lock(state_->mu);
-      state_->reactor = nullptr;
-    }
+    state_->unlink();
     delete this;
   }
 
  private:
-  struct shared final : actors::append_sink {
-    shared(publish_reactor* r, v1::Ack* a) : reactor(r), ack(a) {}
+  struct shared final : actors::append_sink, reactor_link<publish_reactor> {
+    shared(publish_reactor* r, v1::Ack* a) : reactor_link(r), ack(a) {}
     void on_applied(std::size_t, const actors::append_result& r) override {
       complete(grpc::Status::OK, r.accepted, r.reason_code);
     }
     /// Finishes exactly once.
     void complete(const grpc::Status& st, bool accepted, const std::string& reason) {
       std::unique_lock<std::mutex> lock(mu);
-      if (finished || reactor == nullptr) return;
-      finished = true;
+      auto* r = claim();
+      if (r == nullptr) return;
       if (st.ok()) {
         ack->set_accepted(accepted);
         ack->set_reason_code(reason);
       }
-      auto* r = reactor;
       lock.unlock();
       r->Finish(st);
     }
-    std::mutex mu;
-    publish_reactor* reactor;
     v1::Ack* ack;
-    bool finished = false;
   };
   std::shared_ptr<shared> state_;
 };
