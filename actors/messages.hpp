@@ -62,12 +62,13 @@ class event_subscriber {
   explicit event_subscriber(event_filter filter) : filter_(std::move(filter)) {}
   virtual ~event_subscriber() = default;
 
-  /// Takes one matching change; runs on the index actor's thread and must not block.
+  /// Takes one matching change; runs on the thread of the tenant actor that made it (several
+  /// tenants may offer concurrently) and must not block.
   /// Returns false once the subscriber is gone (it is then dropped).
   virtual bool offer(const index::cache_change& change) = 0;
 
   /// False once the subscriber ended (client gone, stream closed): it is dropped even when
-  /// no matching change arrives. Called on the index actor's thread.
+  /// no matching change arrives. Called on tenant actors' threads.
   virtual bool alive() const { return true; }
 
   /// True when it ended because it fell behind its buffer (counted in the metrics).

@@ -10,9 +10,10 @@
 //                      handler) must answer PREFIX_MATCH and include the probe replica.
 //   stage C "t2":      no tier-2 prober is wired in this server, so always "skipped".
 //
-// `run_probe` is called by the index actor, which owns the index, so one probe is one
-// message: probes never interleave with each other or with journaled inputs (this is the
-// reference's per-(backend, model) serialisation, made global). The probe is not journaled:
+// `run_probe` is called by the reserved tenant's actor, which owns that tenant's index; the
+// coordinator queues each probe behind the journaled inputs before it, so probes never
+// interleave with each other (the reference's per-(backend, model) serialisation, made
+// global). The probe is not journaled:
 // the reserved tenant never outlives the message, and the index already keeps it out of the
 // cap, quotas, /snapshot, metrics and the event stream.
 //

@@ -7,7 +7,7 @@
 
 namespace ic::actors {
 
-/// Returns how long the index actor stalls before each lookup decision (0 in production;
+/// Returns how long a tenant actor stalls before each lookup decision (0 in production;
 /// the test variant reads IC_TEST_LOOKUP_DELAY_MS once).
 std::chrono::milliseconds test_lookup_delay();
 

@@ -524,7 +524,7 @@ grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEv
   filter.model_id = req->model_id();
   for (int t : req->types()) filter.types.push_back(t);
   rt->subscribe(std::make_shared<events_subscriber>(std::move(filter), channel));
-  // Headers go out only once the subscription is queued at the index actor: a client that
+  // Headers go out only once the subscription is on the runtime's event bus: a client that
   // waits for them knows every change it causes afterwards will be streamed.
   reactor->StartSendInitialMetadata();
   return reactor;

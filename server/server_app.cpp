@@ -165,7 +165,7 @@ struct server_app::impl {
     return http_response{503, "the index did not answer in time\n"};
   }
 
-  // /probe (spec/operations.md §2.5): strict body, then one self-test inside the index actor.
+  // /probe (spec/operations.md §2.5): strict body, then one self-test inside the reserved tenant's actor.
   http_response handle_probe(const http_request& req) {
     if (req.method != "POST") return method_not_allowed("POST");
     auto parsed = req.body_too_large
