@@ -484,6 +484,57 @@ TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
   EXPECT_NE(metrics.body.find("reason_code=\"TIMEOUT\""), std::string::npos) << metrics.body;
 }
 
+// H36 / H37 over gRPC, with the global cap at 1 entry and an LFU tenant: a delivered
+// PREFIX_MATCH credits its entry (it then outlives a newer one at the cap); a lookup that
+// answered TIMEOUT credits nothing (the older entry is then the victim).
+class RpcLfuCap : public Rpc {
+ protected:
+  /// Reports A (model llama), looks it up 3 times, reports B (model llama2); returns the
+  /// (llama, llama2) prefix counts afterwards and the lookups' reason codes.
+  std::pair<std::pair<std::int64_t, std::int64_t>, std::vector<std::string>> run(int budget_ms) {
+    auto pushed = test::http_call(
+        server_->snapshot_port(), "POST", "/policy", {},
+        R"({"version":7,"policies":[{"namespace":"team-a","eviction":"lfu","minimumMatchedTokens":0,)"
+        R"("lookupTimeoutMs":)" + std::to_string(budget_ms) + "}],\"tenants\":[]}");
+    EXPECT_EQ(pushed.status, 204) << pushed.body;
+    report({update("r-a", {"A"})});
+    std::vector<std::string> reasons;
+    for (int i = 0; i < 3; ++i) reasons.push_back(lookup({"A"}).reason_code());
+    auto b = update("r-b", {"B"});
+    b.set_model_id("llama2");
+    report({b});
+    return {{prefixes("llama"), prefixes("llama2")}, reasons};
+  }
+  std::int64_t prefixes(const std::string& model) {
+    v1::GetCacheStateRequest req;
+    req.set_tenant_id("team-a");
+    req.set_model_id(model);
+    grpc::ClientContext ctx;
+    deadline(ctx);
+    v1::GetCacheStateResponse resp;
+    EXPECT_TRUE(stub_->GetCacheState(&ctx, req, &resp).ok());
+    return resp.summary().total_prefixes();
+  }
+};
+
+TEST_F(RpcLfuCap, DeliveredMatchesAreCreditedAndOutliveANewerEntry) {
+  start({"--max-index-entries=1"});
+  auto [counts, reasons] = run(10'000);
+  EXPECT_EQ(reasons, std::vector<std::string>(3, "PREFIX_MATCH"));
+  EXPECT_EQ(counts.first, 1);   // A (3 hits) survives
+  EXPECT_EQ(counts.second, 0);  // B (0 hits) is the cap victim
+}
+
+TEST_F(RpcLfuCap, TimedOutLookupsAreNotCredited) {
+  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "200", 1);
+  start({"--max-index-entries=1"}, IC_TESTHOOKS_SERVER_BINARY);
+  ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
+  auto [counts, reasons] = run(20);
+  EXPECT_EQ(reasons, std::vector<std::string>(3, "TIMEOUT"));
+  EXPECT_EQ(counts.first, 0);   // A, never credited and older, is the victim
+  EXPECT_EQ(counts.second, 1);  // B survives
+}
+
 TEST_F(Rpc, SlowEventSubscriberIsCutOffWithoutSlowingIngest) {
   start();
   grpc::ClientContext ctx;
