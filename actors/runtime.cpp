@@ -552,9 +552,12 @@ struct coordinator_state : coordinator_config {
   std::size_t holds_pending = 0;
   steady::time_point last_snapshot_at = steady::now();
   steady::time_point snapshot_backoff_until{};
-  bool snapshot_queued = false;
-  bool snapshot_running = false;
 };
+
+/// True when a snapshot is queued or running (a job stays at the front until it finished).
+bool snapshot_pending(const coordinator_state& s) {
+  return std::any_of(s.jobs.begin(), s.jobs.end(), [](const quiet_job& j) { return j.snapshot; });
+}
 
 using coordinator_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
 
@@ -682,9 +685,6 @@ void run_job(coordinator_pointer self) {
         .then([=](bool) { finish_job(self); }, [=](caf::error&) { finish_job(self); });
     return;
   }
-  s.snapshot_queued = false;
-  for (const auto& j : s.jobs)
-    if (j.snapshot && &j != &job) s.snapshot_queued = true;
   if (s.last_applied_seq == s.last_snapshot_seq) {
     snapshot_report r;
     r.ok = true;
@@ -699,10 +699,8 @@ void run_job(coordinator_pointer self) {
   sj.policies = s.policies;
   for (const auto& [_, t] : s.tenants) sj.tenants.push_back(t.second);
   s.last_snapshot_at = steady::now();
-  s.snapshot_running = true;
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
-    st.snapshot_running = false;
     if (r.ok) {
       st.last_snapshot_seq = r.covering_seq;
     } else {
@@ -756,7 +754,6 @@ void queue_snapshot(coordinator_pointer self, caf::typed_response_promise<snapsh
   job.snapshot = true;
   if (waiter) job.waiters.push_back(*waiter);
   s.jobs.push_back(std::move(job));
-  s.snapshot_queued = true;
 }
 
 /// Dispatches one queued item; false when dispatch must stop (a barrier was entered).
@@ -862,7 +859,7 @@ void pump(coordinator_pointer self) {
 /// Queues a periodic snapshot when enough records or enough time passed.
 void maybe_snapshot(coordinator_pointer self) {
   auto& s = self->state;
-  if (s.snapshot_queued || s.snapshot_running || !s.writer) return;
+  if (snapshot_pending(s) || !s.writer) return;
   const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
   const bool due = fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
                                  (s.snap.interval.count() > 0 &&
