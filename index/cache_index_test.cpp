@@ -665,12 +665,7 @@ TEST(CacheIndex, ChainMissUnderOtherSchemeIsUnknownHashScheme) {  // S59
 TEST(CacheIndex, AllClearedOfOnlyReplicaRemovesEveryPresence) {  // S60
   cache_index idx;
   idx.ingest(update("r", {legacy("p", 10)}), t0);
-  cache_event ev;
-  ev.type = static_cast<int>(event_type::all_cleared);
-  ev.tenant_id = "t";
-  ev.model_id = "m";
-  ev.replica_id = "r";
-  idx.apply_event(ev, t0);
+  idx.apply_event(cleared("r"), t0);
   EXPECT_EQ(idx.tenant_keys("t"), 0);
   EXPECT_EQ(idx.model_keys("t", "m"), 0);
   EXPECT_TRUE(idx.serving("t", "m", "vllm").empty());
@@ -910,15 +905,6 @@ cache_event evicted(std::string replica, std::string hash, std::string adapter =
   ev.replica_id = std::move(replica);
   ev.prefix_hash = std::move(hash);
   ev.adapter_id = std::move(adapter);
-  return ev;
-}
-
-cache_event cleared(std::string replica) {
-  cache_event ev;
-  ev.type = static_cast<int>(event_type::all_cleared);
-  ev.tenant_id = "t";
-  ev.model_id = "m";
-  ev.replica_id = std::move(replica);
   return ev;
 }
 
@@ -1483,12 +1469,7 @@ TEST(CacheIndex, StaleLfuCreditSkipsARecycledKeySlot) {
   ASSERT_FALSE(looked.scores.empty());
   ASSERT_FALSE(looked.scores[0].hits.empty());
   // r1 is cleared (key "a" freed) and then reports "b", which takes the freed slot.
-  cache_event clear;
-  clear.type = static_cast<std::int32_t>(event_type::all_cleared);
-  clear.tenant_id = "t";
-  clear.model_id = "m";
-  clear.replica_id = "r1";
-  idx.apply_event(clear, t + 1);
+  idx.apply_event(cleared("r1"), t + 1);
   idx.ingest(update("r1", {legacy("b", 8)}), t + 2);
   idx.credit_lfu(looked.scores);
   ASSERT_TRUE(idx.find_entry("t", "m", "vllm", "", "b", "r1").has_value());

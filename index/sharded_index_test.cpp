@@ -630,12 +630,7 @@ TEST(ShardedIndex, DefaultOptionsKeepOwnFactsAndInternalCap) {
   EXPECT_EQ(shared.total_entries.load(), 3);
   EXPECT_EQ(shared.total_keys.load(), 3);
   counted.apply_event(cache_event{}, t0);
-  cache_event clear;
-  clear.type = static_cast<std::int32_t>(event_type::all_cleared);
-  clear.tenant_id = "b";
-  clear.replica_id = "r2";
-  clear.model_id = "m";
-  counted.apply_event(clear, t0 + 5);
+  counted.apply_event(cleared("r2", "b"), t0 + 5);
   EXPECT_EQ(image(counted.facts()), image(global_facts{shared.total_entries.load(),
                                                        shared.reserved_entries.load(),
                                                        shared.total_keys.load()}));

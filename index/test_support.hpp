@@ -200,6 +200,16 @@ struct generator {
 };
 
 /// Returns a one-line image of a LookupRoute response (for equality checks).
+/// An ALL_CLEARED event of `replica` in (tenant, model m).
+inline cache_event cleared(std::string replica, std::string tenant = "t") {
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::all_cleared);
+  ev.tenant_id = std::move(tenant);
+  ev.model_id = "m";
+  ev.replica_id = std::move(replica);
+  return ev;
+}
+
 /// A change log as one comparable string (type, cause, names, hash, time per change).
 inline std::string image(const change_log& log) {
   std::ostringstream os;
