@@ -157,17 +157,19 @@ struct probe_call {
 };
 using probe_call_ptr = std::shared_ptr<probe_call>;
 
-/// What a frozen read sees: every tenant (name order) with no mutation running.
+/// Every tenant (name order) at a quiescent point, owned for as long as a reader needs it
+/// (a read may outlive the actors at shutdown).
 struct frozen_view {
-  const policy::policy_store* policies = nullptr;
-  std::vector<const tenant_state*> tenants;
-  const index::shared_facts* facts = nullptr;
-  /// Owners of the above, held for the read's duration.
-  struct {
-    policy_ptr policies;
-    std::shared_ptr<index::shared_facts> facts;
-    std::vector<std::shared_ptr<tenant_state>> tenants;
-  } owners;
+  policy_ptr policies;
+  std::shared_ptr<index::shared_facts> facts;
+  std::vector<std::shared_ptr<tenant_state>> tenants;
+  /// The tenants as the merge functions of tenant_state.hpp take them.
+  std::vector<const tenant_state*> list() const {
+    std::vector<const tenant_state*> out;
+    out.reserve(tenants.size());
+    for (const auto& t : tenants) out.push_back(t.get());
+    return out;
+  }
 };
 
 /// A read of every tenant at a consistent point (run by the snapshot writer's thread).
@@ -180,8 +182,7 @@ struct read_job {
 /// A snapshot to write: every tenant as of `covering_seq`.
 struct snapshot_job {
   std::uint64_t covering_seq = 0;
-  policy_ptr policies;
-  std::vector<std::shared_ptr<tenant_state>> tenants;
+  frozen_view view;
 };
 
 }  // namespace ic::actors

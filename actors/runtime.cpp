@@ -267,10 +267,8 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         };
         auto writer = log->begin_snapshot(job.covering_seq);
         if (!writer.ok()) return fail(writer.status());
-        std::vector<const tenant_state*> tenants;
-        for (const auto& t : job.tenants) tenants.push_back(t.get());
         journal::status add_error = journal::status::success();
-        const bool ok = write_state_snapshot(*job.policies, tenants, [&](std::string_view c) {
+        const bool ok = write_state_snapshot(*job.view.policies, job.view.list(), [&](std::string_view c) {
           r.bytes += c.size();
           add_error = writer->add_chunk(c);
           return add_error.ok();
@@ -667,20 +665,19 @@ void finish_job(coordinator_pointer self) {
   pump(self);
 }
 
+/// Every tenant as it stands now (call only at a quiescent point).
+frozen_view view_of(const coordinator_state& s) {
+  frozen_view v{s.policies, s.sh->facts, {}};
+  for (const auto& [_, t] : s.tenants) v.tenants.push_back(t.second);
+  return v;
+}
+
 /// Every tenant holds its credits and nothing is in flight: run the front job.
 void run_job(coordinator_pointer self) {
   auto& s = self->state;
   quiet_job& job = s.jobs.front();
   if (!job.snapshot) {
-    frozen_view view;
-    view.policies = s.policies.get();
-    view.facts = s.sh->facts.get();
-    for (const auto& [_, t] : s.tenants) view.tenants.push_back(t.second.get());
-    // Keep what the view points to alive even if the read outlives the actors (shutdown).
-    view.owners.policies = s.policies;
-    view.owners.facts = s.sh->facts;
-    for (const auto& [_, t] : s.tenants) view.owners.tenants.push_back(t.second);
-    job.read.view = std::move(view);
+    job.read.view = view_of(s);
     self->request(s.writer, caf::infinite, read_atom::value, std::move(job.read))
         .then([=](bool) { finish_job(self); }, [=](caf::error&) { finish_job(self); });
     return;
@@ -694,10 +691,7 @@ void run_job(coordinator_pointer self) {
     finish_job(self);
     return;
   }
-  snapshot_job sj;
-  sj.covering_seq = s.last_applied_seq;
-  sj.policies = s.policies;
-  for (const auto& [_, t] : s.tenants) sj.tenants.push_back(t.second);
+  snapshot_job sj{s.last_applied_seq, view_of(s)};
   s.last_snapshot_at = steady::now();
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
@@ -1271,7 +1265,7 @@ std::optional<T> frozen_read(const coordinator_actor& coordinator, std::chrono::
 
 std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::milliseconds timeout) {
   return frozen_read<index::snapshot_view>(
-      impl_->coordinator, timeout, [](const frozen_view& v) { return merge_snapshots(v.tenants); });
+      impl_->coordinator, timeout, [](const frozen_view& v) { return merge_snapshots(v.list()); });
 }
 
 std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds) {
@@ -1282,14 +1276,14 @@ std::optional<std::vector<std::pair<std::string, std::int64_t>>>
 runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
   return frozen_read<std::vector<std::pair<std::string, std::int64_t>>>(
       impl_->coordinator, timeout,
-      [](const frozen_view& v) { return merge_entries_by_model(v.tenants); });
+      [](const frozen_view& v) { return merge_entries_by_model(v.list()); });
 }
 
 std::optional<std::vector<std::string>> runtime::canonical_dump_blocking(
     std::chrono::milliseconds timeout) {
   return frozen_read<std::vector<std::string>>(
       impl_->coordinator, timeout,
-      [](const frozen_view& v) { return merge_dumps(v.tenants, *v.facts); });
+      [](const frozen_view& v) { return merge_dumps(v.list(), *v.facts); });
 }
 
 std::optional<probe_outcome> runtime::probe_blocking(const probe_request& request,
