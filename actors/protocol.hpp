@@ -7,14 +7,21 @@
 //   coordinator            -> tenant actor        apply(tenant_record) / sweep(at)
 //   coordinator            -> policy actor        policy(policy_change) -> policy_reply
 //   policy actor           -> tenant actors       policy(policy_ptr)           (broadcast)
-//   tenant actor           -> coordinator         drained() / excldone(exclusive_done)
+//   tenant actor           -> coordinator         drained() / excldone(exclusive_done)   [exclusive_done_atom]
 //   coordinator            -> tenant actors       caphead() / capevict(cap_order) / hold() / release()
 //   coordinator            -> snapshot writer     snapwrite(snapshot_job) / read(read_job)
-//   gateway thread         -> tenant actor        lookup(lookup_call) / cstate(state_call)
+//   gateway thread         -> tenant actor        lookup(lookup_call) / cstate(state_call)  [cache_state_atom]
 //   HTTP thread            -> coordinator         probe(probe_call) / snapnow() / read(read_job)
 //
 // Messages are local only (never serialised), so types are allowed with
 // CAF_ALLOW_UNSAFE_MESSAGE_TYPE instead of inspect().
+//
+// Requests inside the runtime (coordinator -> tenant, policy actor, snapshot writer) carry
+// no timeout (`caf::infinite`): every receiver is a local actor that always answers, and a
+// handler that throws aborts the process (fail-fast exception policy), so a reply cannot be
+// lost while the process lives. A deadline there would only turn a bug into a silent stall
+// of dispatch. Asks from outside (gateway, HTTP threads) are bounded by the deadline timer
+// or by the blocking helper's timeout.
 #pragma once
 
 #include <atomic>
@@ -47,13 +54,13 @@ namespace ic::actors {
 using append_atom = caf::atom_constant<caf::atom("append")>;
 using flush_atom = caf::atom_constant<caf::atom("flush")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
-using more_atom = caf::atom_constant<caf::atom("sweepmore")>;
+using sweep_more_atom = caf::atom_constant<caf::atom("sweepmore")>;
 using apply_atom = caf::atom_constant<caf::atom("apply")>;
 using drained_atom = caf::atom_constant<caf::atom("drained")>;
-using excl_atom = caf::atom_constant<caf::atom("excldone")>;
+using exclusive_done_atom = caf::atom_constant<caf::atom("excldone")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
-using state_atom = caf::atom_constant<caf::atom("cstate")>;
+using cache_state_atom = caf::atom_constant<caf::atom("cstate")>;
 using caphead_atom = caf::atom_constant<caf::atom("caphead")>;
 using capevict_atom = caf::atom_constant<caf::atom("capevict")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
@@ -219,9 +226,9 @@ namespace ic::actors {
 ///   hold() -> bool / release()   LFU credits wait while a frozen read runs
 using tenant_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, tenant_record>, caf::reacts_to<sweep_atom, sweep_order>,
-    caf::reacts_to<more_atom>, caf::reacts_to<policy_atom, policy_ptr>,
+    caf::reacts_to<sweep_more_atom>, caf::reacts_to<policy_atom, policy_ptr>,
     caf::reacts_to<probe_atom, probe_call_ptr>, caf::reacts_to<lookup_atom, lookup_call_ptr>,
-    caf::reacts_to<state_atom, state_call_ptr>,
+    caf::reacts_to<cache_state_atom, state_call_ptr>,
     caf::replies_to<caphead_atom>::with<cap_head_reply>,
     caf::replies_to<capevict_atom, cap_order>::with<cap_evicted>,
     caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>>;
@@ -264,7 +271,7 @@ using policy_actor =
 ///   read(job)         <- HTTP thread: run `job` when every tenant is quiescent
 using coordinator_actor =
     caf::typed_actor<caf::reacts_to<apply_atom, committed_batch>, caf::reacts_to<drained_atom>,
-                     caf::reacts_to<excl_atom, exclusive_done>,
+                     caf::reacts_to<exclusive_done_atom, exclusive_done>,
                      caf::reacts_to<probe_atom, probe_call_ptr>,
                      caf::replies_to<snapnow_atom>::with<snapshot_report>,
                      caf::reacts_to<read_atom, read_job>>;

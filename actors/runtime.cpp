@@ -176,7 +176,7 @@ void log_snapshot(const snapshot_report& r) {
 /// Messages an idle actor processes on the asking thread before handing it back: only the
 /// ask itself. The asker's own answer leaves only when its handler returns, so anything
 /// queued behind the ask (an apply, a sweep slice) must run on a worker, not here.
-constexpr std::size_t kInlineThroughput = 1;
+constexpr std::size_t inline_throughput = 1;
 
 /// The execution unit of a gateway thread that asks a tenant actor. When the ask wakes an
 /// idle actor, CAF hands the actor to the sender's execution unit (`exec_later`); this unit
@@ -193,7 +193,7 @@ class gateway_unit final : public caf::execution_unit {
       return;
     }
     running_ = true;
-    const auto res = job->resume(this, kInlineThroughput);
+    const auto res = job->resume(this, inline_throughput);
     running_ = false;
     switch (res) {
       case caf::resumable::resume_later:
@@ -318,7 +318,7 @@ policy_actor::behavior_type policy_actor_impl(policy_actor::pointer self, runtim
 // ---------------------------------------------------------------------------- tenant actor
 
 /// Key slots per TTL sweep slice (~0.3 ms); lookups are answered between slices.
-constexpr std::size_t kSweepSliceKeys = 65536;
+constexpr std::size_t sweep_slice_keys = 65536;
 
 struct tenant_actor_state {
   std::shared_ptr<tenant_state> st;
@@ -375,7 +375,7 @@ void apply_record(tenant_pointer self, tenant_record& r) {
   publish(s);
   if (r.exclusive) {
     // The coordinator runs the global cap, then answers the sink and the metrics.
-    self->send(s.sh->coordinator, excl_atom::value, exclusive_done{std::move(r), ingest, ts});
+    self->send(s.sh->coordinator, exclusive_done_atom::value, exclusive_done{std::move(r), ingest, ts});
     s.sh->finished_one(0);
     return;
   }
@@ -389,10 +389,10 @@ void apply_record(tenant_pointer self, tenant_record& r) {
 void sweep_slice(tenant_pointer self) {
   auto& s = self->state;
   index::change_log* changes = change_sink(s);
-  const bool done = s.st->sweep_step(s.sweep_at, s.cursor, kSweepSliceKeys, changes, s.sweep_result);
+  const bool done = s.st->sweep_step(s.sweep_at, s.cursor, sweep_slice_keys, changes, s.sweep_result);
   publish(s);
   if (!done) {
-    self->send(self, more_atom::value);
+    self->send(self, sweep_more_atom::value);
     return;
   }
   s.sweeping = false;
@@ -441,7 +441,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         }
         start_sweep(self, order.at);
       },
-      [=](more_atom) { sweep_slice(self); },
+      [=](sweep_more_atom) { sweep_slice(self); },
       [=](policy_atom, policy_ptr& p) {
         if (self->state.sweeping) {
           self->state.deferred.emplace_back([self, p] { self->state.st->set_policies(p); });
@@ -474,7 +474,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
-      [=](state_atom, state_call_ptr& call) {
+      [=](cache_state_atom, state_call_ptr& call) {
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->question);
         if (!call->claim()) return;
@@ -889,7 +889,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
         s.now = phase::running;
         pump(self);
       },
-      [=](excl_atom, exclusive_done& done) { on_exclusive_done(self, done); },
+      [=](exclusive_done_atom, exclusive_done& done) { on_exclusive_done(self, done); },
       [=](probe_atom, probe_call_ptr& call) {
         queued q;
         q.probe = std::move(call);
@@ -1011,14 +1011,12 @@ class promise_sink final : public append_sink {
   std::promise<append_result> promise_;
 };
 
-caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t workers) {
+caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t workers,
+                                    scheduler_policy policy) {
   if (workers == 0) workers = std::max<std::size_t>(2, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", workers);
-  // Workers sleep on a condition variable when idle (the work-stealing default polls with
-  // 50 µs sleeps, which a lookup's hop to its tenant actor would wait out).
-  cfg.set("scheduler.policy", caf::atom("sharing"));
-  if (const char* p = std::getenv("IC_CAF_SCHEDULER"); p != nullptr && std::string(p) == "stealing")
-    cfg.set("scheduler.policy", caf::atom("stealing"));
+  cfg.set("scheduler.policy", policy == scheduler_policy::stealing ? caf::atom("stealing")
+                                                                   : caf::atom("sharing"));
   cfg.set("logger.verbosity", caf::atom("quiet"));
   return cfg;
 }
@@ -1026,7 +1024,8 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t w
 }  // namespace
 
 struct runtime::impl {
-  explicit impl(std::size_t workers) : system(configure(config, workers)) {}
+  impl(std::size_t workers, scheduler_policy policy)
+      : system(configure(config, workers, policy)) {}
 
   caf::actor_system_config config;
   caf::actor_system system;
@@ -1147,7 +1146,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
 
   // Spawn: the snapshot writer, the policy actor, one actor per recovered tenant, the
   // coordinator, and last the journal actor (inputs flow from then on).
-  auto p = std::make_unique<impl>(options.workers);
+  auto p = std::make_unique<impl>(options.workers, options.scheduler);
   p->log = std::move(log);
   p->snapshot_on_stop = options.snapshot_on_stop;
   runtime_shared& sh = p->shared;
@@ -1223,7 +1222,7 @@ void runtime::cache_state(std::string tenant, std::string model, steady::time_po
     done(index::cache_state_view{});
     return;
   }
-  ask_tenant<state_call>(impl_->system, impl_->timer, *actor, state_atom::value, deadline,
+  ask_tenant<state_call>(impl_->system, impl_->timer, *actor, cache_state_atom::value, deadline,
                          std::move(model), std::move(done), /*run_here=*/true);
 }
 
@@ -1268,7 +1267,7 @@ std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::mill
       impl_->coordinator, timeout, [](const frozen_view& v) { return merge_snapshots(v.list()); });
 }
 
-std::optional<std::string> runtime::policy_json_blocking(std::chrono::milliseconds) {
+std::string runtime::policy_json() const {
   return impl_->shared.policies.get()->to_json();
 }
 

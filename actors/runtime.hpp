@@ -39,6 +39,16 @@ class Env;
 
 namespace ic::actors {
 
+/// How CAF's workers pick up work.
+enum class scheduler_policy {
+  /// Idle workers sleep on a condition variable (CAF's `sharing`): a lookup's hop to its
+  /// tenant actor wakes one at once.
+  sharing,
+  /// CAF's work-stealing default: idle workers poll with 50 µs sleeps, which a lookup's hop
+  /// would wait out (kept for comparisons).
+  stealing,
+};
+
 /// Runtime configuration (from the server's flags).
 struct runtime_options {
   /// Journal directory (RocksDB). Created if missing.
@@ -55,6 +65,8 @@ struct runtime_options {
   int block_size = 16;
   /// CAF worker threads; 0 = one per core (at least 2). Default 0.
   std::size_t workers = 0;
+  /// CAF scheduler. Default `sharing`.
+  scheduler_policy scheduler = scheduler_policy::sharing;
   /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
   rocksdb::Env* journal_env = nullptr;
   /// Take a snapshot (then truncate the journal) this often when anything new was applied;
@@ -130,12 +142,14 @@ class runtime {
 
   /// Returns the resolved policy of `tenant` as of the last applied policy push.
   policy::resolved_policy policy_of(const std::string& tenant) const;
+  /// Returns the policy set of the last applied push as canonical JSON (never waits: the
+  /// set is a shared immutable value).
+  std::string policy_json() const;
 
   /// Blocking helpers for HTTP threads; nullopt on timeout. The views over every tenant
   /// (snapshot, entries by model, canonical dump) are read at a quiescent point: the
   /// coordinator pauses dispatch until they are done.
   std::optional<index::snapshot_view> snapshot_blocking(std::chrono::milliseconds timeout);
-  std::optional<std::string> policy_json_blocking(std::chrono::milliseconds timeout);
   std::optional<std::vector<std::pair<std::string, std::int64_t>>> entries_by_model_blocking(
       std::chrono::milliseconds timeout);
   /// Every tenant's index as one canonical dump (tests compare live and replayed state).

@@ -40,7 +40,7 @@ bool write_state_snapshot(const policy::policy_store& policies,
                           const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);
-/// Same, for every tenant of `set`.
+/// Same, for every tenant of `set`. For tests (the snapshot writer passes a frozen view).
 bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);
 

@@ -149,13 +149,14 @@ class tenant_set {
   /// Applies one decoded journal record at its own time (ingest, quota, then the global cap
   /// merged over every tenant), recording index changes.
   apply_outcome apply(const decoded_record& record, index::change_log* changes = nullptr);
-  /// Decides and credits a lookup (single-threaded callers and tests).
+  /// Decides and credits a lookup. For tests (the tenant actors answer lookups live).
   index::lookup_route_response lookup(const index::lookup_route_request& request,
                                       index::micros now_us,
                                       const std::function<bool()>& expired = {});
 
-  /// Returns the tenant, creating it (with the current policies) when `create`.
+  /// Returns the tenant, or nullptr when it does not exist.
   tenant_state* find(const std::string& tenant);
+  /// Returns the tenant, creating it (with the current policies) when it does not exist.
   tenant_state& get_or_create(const std::string& tenant);
   /// Installs a tenant rebuilt elsewhere (snapshot loading).
   void adopt(std::unique_ptr<tenant_state> t);

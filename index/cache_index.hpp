@@ -147,8 +147,9 @@ struct entry_view {
   std::int64_t access_count = 0;
 };
 
-/// Cross-tenant facts. Each partition updates them as it adds and removes; after a split
-/// into per-tenant actors these become atomics (or a coordinator) with the same meaning.
+/// Cross-tenant facts of one index. Each partition updates them as it adds and removes; the
+/// server's per-tenant indexes also publish their changes to one `shared_facts` (atomics,
+/// below) with the same meaning.
 struct global_facts {
   /// (key × replica) entries of every tenant.
   std::int64_t total_entries = 0;
@@ -203,6 +204,7 @@ class cache_index {
   event_result apply_event(const cache_event& event, micros now, change_log* changes = nullptr,
                            input_origin origin = input_origin::producer);
   /// Removes every entry and stats row whose age at `now` reaches its tenant's TTL (§4.7).
+  /// For tests and benchmarks: the server and replay run `sweep_step` slices.
   sweep_result sweep(micros now, change_log* changes = nullptr);
 
   /// Where a sliced sweep stands (see `sweep_step`). A default cursor starts a sweep.

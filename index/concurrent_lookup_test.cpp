@@ -1,5 +1,6 @@
-// Const lookups may run on several threads at once (the server reads under a shared lock):
-// every thread must get exactly the single-threaded answers.
+// Const lookups may run on several threads at once (the server's frozen reads run on the
+// snapshot writer's thread beside the tenant actor's own lookups): every thread must get
+// exactly the single-threaded answers.
 #include <thread>
 #include <vector>
 

@@ -91,7 +91,8 @@ void commit_route(cache_index& index, const route_decision& decision);
 /// Returns the TIMEOUT response of a plan (token echo, no adapter echo, no scores).
 lookup_route_response timeout_response(const route_plan& plan);
 
-/// Runs every step without a deadline and returns the response (latency left 0).
+/// Runs every step without a deadline and returns the response (latency left 0). For tests
+/// (the server runs the steps itself, with its deadline between decide and commit).
 lookup_route_response route_lookup(cache_index& index, const lookup_route_request& request,
                                    const policy::resolved_policy& policy, micros now,
                                    const route_options& options = {});

@@ -1,4 +1,4 @@
-// A sweep run in slices (the server releases its write lock between slices) must leave the
+// A sweep run in slices (the tenant actor answers lookups between slices) must leave the
 // same state, report the same counts and record the same changes in the same order as a
 // one-shot sweep: replay applies the journaled sweep in one go.
 #include <sstream>

@@ -1,11 +1,12 @@
 // One tenant's slice of the index: prefix keys, per-replica entries, stats rows, the
 // secondary counters of spec/lookup.md §2.4 and the eviction orders (cap, quota).
 //
-// `tenant_partition` shares only a `global_facts` record with its siblings (total entries,
-// reserved entries, total keys), which it updates in lockstep with its own counters.
-// `cache_index` owns the partitions and runs the cross-tenant parts (global cap victim
-// merge, cold-start carve-out); `cache_index::split_tenants` moves partitions between
-// indexes (`rebind`).
+// `tenant_partition` updates its owning `cache_index`'s `global_facts` record (total
+// entries, reserved entries, total keys) in lockstep with its own counters. In the server
+// each `cache_index` holds one tenant's partition (one per tenant actor); the combined
+// multi-tenant form is used by tests and by the v1-snapshot loader, which
+// `cache_index::split_tenants` then splits (`rebind`). `cache_index` runs the cross-tenant
+// parts (cap victim merge, cold-start carve-out).
 //
 // Layout (see index/README.md): keys live in a chunked slab of 32-byte `key_record`s
 // addressed by a linear-probing table of 4-byte tagged slots; a key's replica entries

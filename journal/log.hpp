@@ -159,8 +159,9 @@ class snapshot_writer {
   std::unique_ptr<state> state_;
 };
 
-/// The journal of one data directory. Owned by the journal actor (or a test); open with
-/// `open()`, close with `close()` or the destructor.
+/// The journal of one data directory. Owned by `actors::runtime` (or a test) and used by
+/// recovery, the journal actor and the snapshot writer; open with `open()`, close with
+/// `close()` or the destructor.
 class log {
  public:
   /// Opens (or creates) the journal in `dir`. Recovers a torn WAL tail (RocksDB point-in-

@@ -119,8 +119,7 @@ struct server_app::impl {
     std::string canonical = policy::encode_policy_set(parsed.value());
     if (!rt) return {503, "index is recovering"};
     // The controller re-pushes the same set every 30 s: journal only real changes.
-    auto current = rt->policy_json_blocking(5s);
-    if (current && *current == canonical) return {204, ""};
+    if (rt->policy_json() == canonical) return {204, ""};
     auto ack = rt->append_blocking(actors::record_kind::policy, canonical, 10s);
     if (!ack) return {503, "policy not applied: the index did not answer in time"};
     if (!ack->accepted) return {503, "policy not applied: " + ack->reason_code};
@@ -131,9 +130,8 @@ struct server_app::impl {
     if (req.method == "GET" || req.method == "HEAD") {
       // Extension: read back the current policy set (canonical JSON).
       auto* rt = live_runtime();
-      auto json = rt ? rt->policy_json_blocking(5s) : std::nullopt;
-      if (!json) return unavailable("policy_unavailable", rt);
-      http_response r{200, *json + "\n"};
+      if (!rt) return unavailable("policy_unavailable", rt);
+      http_response r{200, rt->policy_json() + "\n"};
       r.content_type = "application/json";
       return r;
     }
