@@ -80,6 +80,9 @@ class event_subscriber {
   event_filter filter_;
 };
 
+/// A StreamCacheEvents subscriber as the runtime holds it.
+using subscriber_ptr = std::shared_ptr<event_subscriber>;
+
 /// Observes the runtime for metrics and logs (implemented by the composition root).
 class runtime_probe {
  public:

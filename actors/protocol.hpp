@@ -41,10 +41,10 @@
 
 #include "actors/deadline_timer.hpp"
 #include "actors/messages.hpp"
-#include "actors/probe.hpp"
-#include "actors/record_codec.hpp"
+#include "state/probe.hpp"
+#include "proto/record_codec.hpp"
 #include "actors/runtime.hpp"
-#include "actors/tenant_state.hpp"
+#include "state/tenant_state.hpp"
 #include "index/cache_index.hpp"
 #include "index/types.hpp"
 
@@ -72,7 +72,7 @@ using probe_atom = caf::atom_constant<caf::atom("probe")>;
 
 /// One input to journal (journal actor <- runtime::append).
 struct append_msg {
-  record_kind kind = record_kind::update;
+  proto::record_kind kind = proto::record_kind::update;
   std::string payload;
   std::shared_ptr<append_sink> sink;
   std::size_t slot = 0;
@@ -95,7 +95,7 @@ struct committed_batch {
 /// A decoded record for one tenant (coordinator -> tenant actor).
 struct tenant_record {
   std::uint64_t seq = 0;
-  decoded_record rec;
+  proto::decoded_record rec;
   std::shared_ptr<append_sink> sink;
   std::size_t slot = 0;
   /// Applied while nothing else is in flight; the tenant hands the result back to the
@@ -159,20 +159,20 @@ using state_call_ptr = std::shared_ptr<state_call>;
 
 /// A /probe run, queued with the journaled inputs so it never interleaves with them.
 struct probe_call {
-  probe_request request;
-  std::function<void(const probe_outcome&)> done;
+  state::probe_request request;
+  std::function<void(const state::probe_outcome&)> done;
 };
 using probe_call_ptr = std::shared_ptr<probe_call>;
 
 /// Every tenant (name order) at a quiescent point, owned for as long as a reader needs it
 /// (a read may outlive the actors at shutdown).
 struct frozen_view {
-  policy_ptr policies;
+  state::policy_ptr policies;
   std::shared_ptr<index::shared_facts> facts;
-  std::vector<std::shared_ptr<tenant_state>> tenants;
-  /// The tenants as the merge functions of tenant_state.hpp take them.
-  std::vector<const tenant_state*> list() const {
-    std::vector<const tenant_state*> out;
+  std::vector<std::shared_ptr<state::tenant_state>> tenants;
+  /// The tenants as the merge functions of state/tenant_state.hpp take them.
+  std::vector<const state::tenant_state*> list() const {
+    std::vector<const state::tenant_state*> out;
     out.reserve(tenants.size());
     for (const auto& t : tenants) out.push_back(t.get());
     return out;
@@ -208,11 +208,11 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::read_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::policy_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::state::policy_ptr)
 
 namespace ic::actors {
 
-/// A tenant actor: sole owner of one tenant's `tenant_state`, created on the tenant's first
+/// A tenant actor: sole owner of one tenant's `state::tenant_state`, created on the tenant's first
 /// record and living until shutdown.
 ///   apply(record)        <- coordinator: applies, tells subscribers, answers the sink (or,
 ///                           exclusive, hands the result back with excldone)
@@ -226,7 +226,7 @@ namespace ic::actors {
 ///   hold() -> bool / release()   LFU credits wait while a frozen read runs
 using tenant_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, tenant_record>, caf::reacts_to<sweep_atom, sweep_order>,
-    caf::reacts_to<sweep_more_atom>, caf::reacts_to<policy_atom, policy_ptr>,
+    caf::reacts_to<sweep_more_atom>, caf::reacts_to<policy_atom, state::policy_ptr>,
     caf::reacts_to<probe_atom, probe_call_ptr>, caf::reacts_to<lookup_atom, lookup_call_ptr>,
     caf::reacts_to<cache_state_atom, state_call_ptr>,
     caf::replies_to<caphead_atom>::with<cap_head_reply>,
@@ -242,7 +242,7 @@ struct policy_change {
 struct policy_reply {
   bool ok = true;
   std::string error;
-  policy_ptr policies;
+  state::policy_ptr policies;
 };
 
 }  // namespace ic::actors

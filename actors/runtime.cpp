@@ -15,8 +15,8 @@
 
 #include "actors/deadline_timer.hpp"
 #include "actors/protocol.hpp"
-#include "actors/snapshot_io.hpp"
-#include "actors/tenant_state.hpp"
+#include "state/snapshot_io.hpp"
+#include "state/tenant_state.hpp"
 #include "actors/test_hooks.hpp"
 #include "journal/log.hpp"
 
@@ -54,9 +54,9 @@ void fail_fast_on_exceptions(Self* self, const char* name) {
 /// The policy set in force, for callers that need a tenant's budget before asking (the
 /// policy actor publishes every change here).
 struct policy_cell {
-  policy_ptr store;
-  policy_ptr get() const { return std::atomic_load(&store); }
-  void publish(policy_ptr p) { std::atomic_store(&store, std::move(p)); }
+  state::policy_ptr store;
+  state::policy_ptr get() const { return std::atomic_load(&store); }
+  void publish(state::policy_ptr p) { std::atomic_store(&store, std::move(p)); }
 };
 
 /// StreamCacheEvents subscribers. Tenant actors publish their changes here (each tenant's
@@ -147,7 +147,7 @@ struct runtime_shared {
   runtime_probe* probe = nullptr;
   deadline_timer* timer = nullptr;
   std::chrono::milliseconds test_delay{0};
-  state_options options;
+  state::state_options options;
 
   /// A tenant finished one dispatched record (after its effects are in the totals).
   void finished_one(std::int64_t growth) {
@@ -268,7 +268,7 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         auto writer = log->begin_snapshot(job.covering_seq);
         if (!writer.ok()) return fail(writer.status());
         journal::status add_error = journal::status::success();
-        const bool ok = write_state_snapshot(*job.view.policies, job.view.list(), [&](std::string_view c) {
+        const bool ok = state::write_state_snapshot(*job.view.policies, job.view.list(), [&](std::string_view c) {
           r.bytes += c.size();
           add_error = writer->add_chunk(c);
           return add_error.ok();
@@ -321,7 +321,7 @@ policy_actor::behavior_type policy_actor_impl(policy_actor::pointer self, runtim
 constexpr std::size_t sweep_slice_keys = 65536;
 
 struct tenant_actor_state {
-  std::shared_ptr<tenant_state> st;
+  std::shared_ptr<state::tenant_state> st;
   runtime_shared* sh = nullptr;
   index::change_log changes;
   /// LFU credits wait here while a frozen read runs.
@@ -420,7 +420,7 @@ void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& cred
   }
 }
 
-tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_ptr<tenant_state> st,
+tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_ptr<state::tenant_state> st,
                                               runtime_shared* sh) {
   fail_fast_on_exceptions(self, "tenant");
   self->state.st = std::move(st);
@@ -442,7 +442,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         start_sweep(self, order.at);
       },
       [=](sweep_more_atom) { sweep_slice(self); },
-      [=](policy_atom, policy_ptr& p) {
+      [=](policy_atom, state::policy_ptr& p) {
         if (self->state.sweeping) {
           self->state.deferred.emplace_back([self, p] { self->state.st->set_policies(p); });
           return;
@@ -465,7 +465,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         auto& s = self->state;
         if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
         const auto deadline = call->deadline;
-        lookup_outcome out =
+        state::lookup_outcome out =
             s.st->decide(call->question, now_micros(), [deadline] { return steady::now() > deadline; });
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
@@ -517,8 +517,8 @@ struct coordinator_config {
   runtime_shared* sh = nullptr;
   policy_actor policy;
   snapshot_actor writer;
-  policy_ptr policies;
-  std::map<std::string, std::pair<tenant_actor, std::shared_ptr<tenant_state>>> tenants;
+  state::policy_ptr policies;
+  std::map<std::string, std::pair<tenant_actor, std::shared_ptr<state::tenant_state>>> tenants;
   snapshot_policy snap;
   std::uint64_t last_applied_seq = 0;
   std::uint64_t last_snapshot_seq = 0;
@@ -565,7 +565,7 @@ tenant_actor& ensure_tenant(coordinator_pointer self, const std::string& name) {
   auto& s = self->state;
   auto it = s.tenants.find(name);
   if (it != s.tenants.end()) return it->second.first;
-  auto st = std::make_shared<tenant_state>(name, s.sh->options, s.sh->facts.get(), s.policies);
+  auto st = std::make_shared<state::tenant_state>(name, s.sh->options, s.sh->facts.get(), s.policies);
   auto actor = self->system().spawn(tenant_actor_impl, st, s.sh);
   s.sh->directory.add(name, actor);
   return s.tenants.emplace(name, std::make_pair(actor, std::move(st))).first->second.first;
@@ -596,10 +596,10 @@ void finish_exclusive(coordinator_pointer self) {
 }
 
 /// One step of the cap merge: the tenant whose next victim is first evicts while it stays
-/// before every other tenant's next victim (the order of enforce_cap in tenant_state.cpp).
+/// before every other tenant's next victim (the order of state::enforce_cap in state::tenant_state.cpp).
 void evict_next(coordinator_pointer self) {
   auto& s = self->state;
-  const std::int64_t excess = cap_excess(*s.sh->facts, s.sh->options.max_entries);
+  const std::int64_t excess = state::cap_excess(*s.sh->facts, s.sh->options.max_entries);
   const std::string* best = nullptr;
   std::optional<index::cap_head> bound;
   for (const auto& [name, h] : s.heads) {
@@ -636,7 +636,7 @@ void evict_next(coordinator_pointer self) {
 void on_exclusive_done(coordinator_pointer self, exclusive_done& done) {
   auto& s = self->state;
   s.excl = std::move(done);
-  if (cap_excess(*s.sh->facts, s.sh->options.max_entries) == 0) {
+  if (state::cap_excess(*s.sh->facts, s.sh->options.max_entries) == 0) {
     finish_exclusive(self);
     return;
   }
@@ -766,7 +766,7 @@ bool dispatch_front(coordinator_pointer self) {
   auto& payload = r.rec.payload;
   if (auto* u = std::get_if<index::cache_state_update>(&payload)) {
     auto& t = ensure_tenant(self, u->tenant_id);
-    const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : max_growth(*u);
+    const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u);
     const std::int64_t cap = sh.options.max_entries;
     // Far from the cap (even if every update in flight adds all it names) no update can
     // trigger it, so tenants apply concurrently. Otherwise — and whenever the index is
@@ -799,7 +799,7 @@ bool dispatch_front(coordinator_pointer self) {
       sh.inflight.fetch_add(1);
       self->send(it->second.first, apply_atom::value, std::move(r));
     }
-  } else if (auto* p = std::get_if<policy_record>(&payload)) {
+  } else if (auto* p = std::get_if<proto::policy_record>(&payload)) {
     // Drain first: no tenant is then mid-sweep (which would defer the change), so every
     // tenant installs it from its mailbox before any lookup sent after the push's 204.
     if (!sh.drained_now()) {
@@ -869,7 +869,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
         auto& s = self->state;
         for (auto& item : batch.items) {
           std::string error;
-          auto rec = decode_record(item.kind, item.bytes, &error);
+          auto rec = proto::decode_record(item.kind, item.bytes, &error);
           if (!rec) {
             spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
             if (item.sink) item.sink->on_applied(item.slot, append_result{true, "", item.seq});
@@ -962,7 +962,7 @@ journal_actor::behavior_type journal_actor_impl(
         std::vector<std::string> bytes(n);
         std::vector<journal::record_in> records(n);
         for (std::size_t i = 0; i < n; ++i) {
-          bytes[i] = encode_record(s.pending[i].kind, now, s.pending[i].payload);
+          bytes[i] = proto::encode_record(s.pending[i].kind, now, s.pending[i].payload);
           records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
         }
         if (s.unavailable) s.log->resume();
@@ -994,7 +994,7 @@ journal_actor::behavior_type journal_actor_impl(
         if (!s.pending.empty()) schedule_flush();
       },
       [=](sweep_atom) {
-        self->state.pending.push_back(append_msg{record_kind::sweep, {}, nullptr, 0});
+        self->state.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
         schedule_flush();
         self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
       },
@@ -1032,7 +1032,7 @@ struct runtime::impl {
   std::unique_ptr<journal::log> log;
   runtime_shared shared;
   /// Answers lookups of tenants that hold nothing (no actor yet).
-  std::unique_ptr<absent_tenant> absent;
+  std::unique_ptr<state::absent_tenant> absent;
   deadline_timer timer;
   coordinator_actor coordinator;
   policy_actor policy;
@@ -1049,100 +1049,20 @@ runtime::~runtime() { stop(); }
 
 std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_probe* probe,
                                         std::string* error, recovery_info* info) {
-  auto fail = [&](const std::string& why) -> std::unique_ptr<runtime> {
-    if (error) *error = why;
-    return nullptr;
-  };
-  const auto t0 = steady::now();
-  journal::options jopts;
-  jopts.fsync = options.fsync;
-  jopts.env = options.journal_env;
-  // The journal is written once and read at recovery: small memtables keep its share of the
-  // server's memory low (64 MiB, RocksDB's default, is ~6 B per entry at 10 M entries).
-  jopts.write_buffer_bytes = std::size_t{16} << 20;
-  auto opened = journal::log::open(options.journal_dir, jopts);
-  if (!opened.ok()) return fail(opened.status().to_string());
-  std::unique_ptr<journal::log> log = std::move(opened).value();
-
-  state_options sopts;
-  sopts.max_entries = options.max_entries;
-  sopts.default_ttl = options.default_ttl;
-  sopts.block_size = options.block_size;
-  recovery_info rec_info;
-
-  // Recovery, step 1: the newest usable snapshot (corrupt ones fall back to older ones).
-  std::unique_ptr<tenant_set> set;
-  std::unique_ptr<state_loader> loader;
-  std::uint64_t snapshot_id = 0;
-  std::vector<journal::status> skipped;
-  auto snap = log->read_newest_snapshot(
-      [&](const journal::snapshot_info& si) {
-        loader = std::make_unique<state_loader>(sopts);
-        snapshot_id = si.id;
-        rec_info.snapshot_seq = si.covering_seq;
-      },
-      [&](std::string_view chunk) -> journal::status {
-        std::string why;
-        if (!loader->feed(chunk, &why)) return journal::status(journal::errc::corruption, why);
-        return journal::status::success();
-      },
-      &skipped);
-  for (const auto& sk : skipped) rec_info.skipped_snapshots.push_back(sk.to_string());
-  if (snap.ok()) {
-    std::string why;
-    set = loader->finish(&why);
-    if (!set)
-      return fail("journal " + options.journal_dir + ": snapshot " + std::to_string(snapshot_id) +
-                  " cannot be loaded: " + why);
-  } else if (snap.status().code() == journal::errc::not_found && log->truncated_through() == 0) {
-    set = std::make_unique<tenant_set>(sopts);  // a journal that was never truncated
-    rec_info.snapshot_seq = 0;
-  } else if (snap.status().code() == journal::errc::not_found) {
-    return fail("journal " + options.journal_dir + ": truncated through " +
-                std::to_string(log->truncated_through()) +
-                " but no usable snapshot covers it; refusing to start with a partial index");
-  } else {
-    return fail("journal " + options.journal_dir + ": snapshot " + std::to_string(snapshot_id) +
-                ": " + snap.status().to_string());
-  }
-
-  // Recovery, step 2: replay the journal after the snapshot, serially (tenant_set applies
-  // records exactly as the live actors do).
-  std::string replay_error;
-  auto st = log->read(std::max(rec_info.snapshot_seq, log->truncated_through()) + 1,
-                      [&](const journal::record_view& r) {
-    std::string why;
-    auto rec = decode_record(r.type, r.payload, &why);
-    if (!rec) {
-      replay_error = "journal " + options.journal_dir + ": record " + std::to_string(r.seq) +
-                     " cannot be decoded: " + why;
-      return false;
-    }
-    auto out = set->apply(*rec);
-    if (!out.ok) {
-      replay_error = "journal " + options.journal_dir + ": record " + std::to_string(r.seq) +
-                     " cannot be applied: " + out.error;
-      return false;
-    }
-    ++rec_info.records_replayed;
-    return true;
-  });
-  if (!st.ok()) return fail(st.to_string());
-  if (!replay_error.empty()) return fail(replay_error);
-
-  // One journaled TTL sweep at the current time, so nothing expired comes back.
-  const index::micros now = now_micros();
-  std::string sweep = encode_record(record_kind::sweep, now, {});
-  auto sweep_seq = log->append(static_cast<std::uint32_t>(record_kind::sweep), sweep);
-  if (!sweep_seq.ok()) return fail("journal " + options.journal_dir + ": " + sweep_seq.status().to_string());
-  set->apply(*decode_record(static_cast<std::uint32_t>(record_kind::sweep), sweep));
-
-  rec_info.last_sequence = log->last_sequence();
-  rec_info.entries = set->facts()->total_entries.load();
-  if (log->info().dropped_torn_tail)
-    rec_info.torn_tail = log->info().torn_tail_reason;
-  rec_info.seconds = std::chrono::duration<double>(steady::now() - t0).count();
-  if (info) *info = rec_info;
+  state::recovery_options ropts;
+  ropts.journal_dir = options.journal_dir;
+  ropts.fsync = options.fsync;
+  ropts.journal_env = options.journal_env;
+  ropts.state.max_entries = options.max_entries;
+  ropts.state.default_ttl = options.default_ttl;
+  ropts.state.block_size = options.block_size;
+  auto rec = state::recover(ropts, now_micros(), error);
+  if (!rec) return nullptr;
+  if (info) *info = rec->info;
+  std::unique_ptr<journal::log> log = std::move(rec->log);
+  std::unique_ptr<state::tenant_set> set = std::move(rec->set);
+  const state::state_options& sopts = ropts.state;
+  const state::recovery_info& rec_info = rec->info;
 
   // Spawn: the snapshot writer, the policy actor, one actor per recovered tenant, the
   // coordinator, and last the journal actor (inputs flow from then on).
@@ -1156,7 +1076,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   sh.test_delay = test_lookup_delay();
   sh.options = sopts;
   sh.policies.publish(set->policies());
-  p->absent = std::make_unique<absent_tenant>(sopts, sh.facts.get());
+  p->absent = std::make_unique<state::absent_tenant>(sopts, sh.facts.get());
   p->writer = p->system.spawn<caf::detached>(snapshot_actor_impl, p->log.get(),
                                              std::max<std::size_t>(1, options.snapshots_kept));
   p->policy = p->system.spawn(policy_actor_impl, &sh);
@@ -1169,7 +1089,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ccfg.last_applied_seq = p->log->last_sequence();
   ccfg.last_snapshot_seq = rec_info.snapshot_seq;
   for (auto& [name, t] : set->release()) {
-    std::shared_ptr<tenant_state> shared_t(std::move(t));
+    std::shared_ptr<state::tenant_state> shared_t(std::move(t));
     auto actor = p->system.spawn(tenant_actor_impl, shared_t, &sh);
     sh.directory.add(name, actor);
     ccfg.tenants.emplace(name, std::make_pair(actor, std::move(shared_t)));
@@ -1181,7 +1101,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
-void runtime::append(record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
+void runtime::append(proto::record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,
                      std::size_t slot) {
   if (impl_->shutting_down.load()) {
     if (sink) sink->on_applied(slot, append_result{false, ack_reason::shutting_down, 0});
@@ -1264,7 +1184,7 @@ std::optional<T> frozen_read(const coordinator_actor& coordinator, std::chrono::
 
 std::optional<index::snapshot_view> runtime::snapshot_blocking(std::chrono::milliseconds timeout) {
   return frozen_read<index::snapshot_view>(
-      impl_->coordinator, timeout, [](const frozen_view& v) { return merge_snapshots(v.list()); });
+      impl_->coordinator, timeout, [](const frozen_view& v) { return state::merge_snapshots(v.list()); });
 }
 
 std::string runtime::policy_json() const {
@@ -1275,28 +1195,28 @@ std::optional<std::vector<std::pair<std::string, std::int64_t>>>
 runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
   return frozen_read<std::vector<std::pair<std::string, std::int64_t>>>(
       impl_->coordinator, timeout,
-      [](const frozen_view& v) { return merge_entries_by_model(v.list()); });
+      [](const frozen_view& v) { return state::merge_entries_by_model(v.list()); });
 }
 
 std::optional<std::vector<std::string>> runtime::canonical_dump_blocking(
     std::chrono::milliseconds timeout) {
   return frozen_read<std::vector<std::string>>(
       impl_->coordinator, timeout,
-      [](const frozen_view& v) { return merge_dumps(v.list(), *v.facts); });
+      [](const frozen_view& v) { return state::merge_dumps(v.list(), *v.facts); });
 }
 
-std::optional<probe_outcome> runtime::probe_blocking(const probe_request& request,
+std::optional<state::probe_outcome> runtime::probe_blocking(const state::probe_request& request,
                                                      std::chrono::milliseconds timeout) {
-  auto result = std::make_shared<std::promise<probe_outcome>>();
+  auto result = std::make_shared<std::promise<state::probe_outcome>>();
   auto fut = result->get_future();
   auto call = std::make_shared<probe_call>();
   call->request = request;
-  call->done = [result](const probe_outcome& o) { result->set_value(o); };
+  call->done = [result](const state::probe_outcome& o) { result->set_value(o); };
   caf::anon_send(impl_->coordinator, probe_atom::value, std::move(call));
   return wait_answer(fut, timeout);
 }
 
-std::optional<append_result> runtime::append_blocking(record_kind kind, std::string payload,
+std::optional<append_result> runtime::append_blocking(proto::record_kind kind, std::string payload,
                                                       std::chrono::milliseconds timeout) {
   auto sink = std::make_shared<promise_sink>();
   auto fut = sink->future();

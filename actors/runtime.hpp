@@ -1,7 +1,7 @@
 // The actor runtime of inferencecache-server, behind a CAF-free facade.
 //
 // `runtime::start` recovers every tenant from the journal (newest snapshot, then the tail
-// replayed serially through `tenant_set`, then one TTL sweep at the current time), spawns the
+// replayed serially through `state::tenant_set`, then one TTL sweep at the current time), spawns the
 // actors and returns; from then on callers ask through this class:
 //
 //   - the journal actor (single writer, detached thread) appends inputs in group commits and
@@ -9,7 +9,7 @@
 //   - the coordinator dispatches records to the tenant actors in journal order, creating a
 //     tenant's actor on its first record, keeps the global cap and the cold-start carve-out
 //     exact, sequences policy changes, and takes snapshots at quiescent points;
-//   - one tenant actor per tenant owns that tenant's index (`tenant_state`): it applies its
+//   - one tenant actor per tenant owns that tenant's index (`state::tenant_state`): it applies its
 //     records, answers its lookups and GetCacheState, and publishes its changes;
 //   - the policy actor holds the policy set and broadcasts changes to the tenant actors;
 //   - a sweep timer journals a TTL sweep every `sweep_interval`.
@@ -28,8 +28,9 @@
 #include <vector>
 
 #include "actors/messages.hpp"
-#include "actors/probe.hpp"
-#include "actors/record_codec.hpp"
+#include "state/probe.hpp"
+#include "state/recover.hpp"
+#include "proto/record_codec.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 
@@ -38,6 +39,10 @@ class Env;
 }  // namespace rocksdb
 
 namespace ic::actors {
+
+/// The journal record type tags `append` takes (proto/record_codec.hpp), part of this
+/// facade's vocabulary.
+using proto::record_kind;
 
 /// How CAF's workers pick up work.
 enum class scheduler_policy {
@@ -92,18 +97,8 @@ struct snapshot_report {
   double seconds = 0;
 };
 
-/// What recovery found, for the startup log.
-struct recovery_info {
-  /// Sequence the loaded snapshot covers (0 = none loaded).
-  std::uint64_t snapshot_seq = 0;
-  /// Snapshots skipped as corrupt before a usable one was found (one line each).
-  std::vector<std::string> skipped_snapshots;
-  std::uint64_t records_replayed = 0;
-  std::uint64_t last_sequence = 0;
-  std::int64_t entries = 0;
-  double seconds = 0;
-  std::string torn_tail;  ///< non-empty when a torn tail was dropped
-};
+/// What recovery found (state/recover.hpp), part of this facade's vocabulary.
+using state::recovery_info;
 
 /// The running actor system. Create with `start`; `stop` (or the destructor) shuts down in
 /// reverse order: stop accepting, stop the journal actor, take a final snapshot, stop the
@@ -157,7 +152,7 @@ class runtime {
       std::chrono::milliseconds timeout);
   /// Runs the /probe self-test in the reserved tenant's actor (queued behind earlier inputs,
   /// not journaled) and waits for its outcome; nullopt on timeout.
-  std::optional<probe_outcome> probe_blocking(const probe_request& request,
+  std::optional<state::probe_outcome> probe_blocking(const state::probe_request& request,
                                               std::chrono::milliseconds timeout);
   /// Appends and waits for the result (e.g. a /policy push); nullopt on timeout.
   std::optional<append_result> append_blocking(record_kind kind, std::string payload,

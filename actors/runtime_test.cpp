@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "actors/test_support.hpp"
+#include "state/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "journal/fault_env.hpp"
 #include "tests/support/server_process.hpp"
@@ -18,10 +18,10 @@ using namespace std::chrono_literals;
 
 std::string update_bytes(const std::string& replica, const std::vector<std::string>& blocks,
                          const std::string& scheme = "vllm") {
-  return testing::chain_update(replica, blocks, scheme).SerializeAsString();
+  return state::testing::chain_update(replica, blocks, scheme).SerializeAsString();
 }
 
-using testing::chain_lookup;
+using state::testing::chain_lookup;
 
 std::optional<index::lookup_route_response> lookup_blocking(runtime& rt,
                                                             index::lookup_route_request req) {
@@ -64,7 +64,7 @@ TEST_F(RuntimeTest, AcknowledgedUpdateIsVisibleToTheNextLookup) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
-  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s);
+  auto ack = rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a", "b"}), 5s);
   ASSERT_TRUE(ack.has_value());
   EXPECT_TRUE(ack->accepted);
   EXPECT_EQ(ack->reason_code, "");
@@ -79,7 +79,7 @@ TEST_F(RuntimeTest, DropReasonReachesTheAck) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
-  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}, ""), 5s);
+  auto ack = rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}, ""), 5s);
   ASSERT_TRUE(ack.has_value());
   EXPECT_TRUE(ack->accepted);
   EXPECT_EQ(ack->reason_code, "DROPPED_EMPTY_HASH_SCHEME");
@@ -91,8 +91,8 @@ TEST_F(RuntimeTest, RestartRecoversTheIndexFromTheJournal) {
   {
     auto rt = runtime::start(opts_, nullptr, &err);
     ASSERT_NE(rt, nullptr) << err;
-    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
-    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r2", {"a"}), 5s));
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r2", {"a"}), 5s));
     rt->stop();
   }
   recovery_info info;
@@ -116,7 +116,7 @@ TEST_F(RuntimeTest, SubscribersSeeAddedEntriesInOrder) {
   auto other = std::make_shared<collecting_subscriber>(event_filter{"other-tenant", "", {}});
   rt->subscribe(sub);
   rt->subscribe(other);
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
   auto seen = sub->snapshot();
   ASSERT_EQ(seen.size(), 2u);
   EXPECT_EQ(seen[0], "r1:1:a");
@@ -142,8 +142,8 @@ TEST_F(RuntimeTest, EndedSubscribersAreDroppedEvenWhenNothingMatchesThem) {
   sub->ended = true;
   sub.reset();
   // Changes for another tenant never reach its filter; the runtime drops it anyway.
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"b"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"b"}), 5s));
   EXPECT_TRUE(weak.expired());
 }
 
@@ -152,7 +152,7 @@ TEST_F(RuntimeTest, ShuttingDownRefusesAppends) {
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
   rt->begin_shutdown();
-  auto ack = rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s);
+  auto ack = rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s);
   ASSERT_TRUE(ack.has_value());
   EXPECT_FALSE(ack->accepted);
   EXPECT_EQ(ack->reason_code, "SHUTTING_DOWN");
@@ -164,7 +164,7 @@ TEST_F(RuntimeTest, PolicyPushChangesTheLookupBudget) {
   ASSERT_NE(rt, nullptr) << err;
   EXPECT_EQ(rt->policy_of("t").lookup_timeout_ms, 0);
   auto ack = rt->append_blocking(
-      record_kind::policy,
+      proto::record_kind::policy,
       R"({"version":7,"policies":[{"namespace":"t","lookupTimeoutMs":40}],"tenants":[]})", 5s);
   ASSERT_TRUE(ack.has_value());
   EXPECT_TRUE(ack->accepted);
@@ -179,10 +179,10 @@ TEST_F(RuntimeTest, DiskFullRefusesWritesKeepsServingAndResumes) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s)->accepted);
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s)->accepted);
 
   faults.set(journal::fault::no_space);
-  auto refused = rt->append_blocking(record_kind::update, update_bytes("r2", {"b"}), 5s);
+  auto refused = rt->append_blocking(proto::record_kind::update, update_bytes("r2", {"b"}), 5s);
   ASSERT_TRUE(refused.has_value());
   EXPECT_FALSE(refused->accepted);
   EXPECT_EQ(refused->reason_code, "JOURNAL_UNAVAILABLE");
@@ -195,7 +195,7 @@ TEST_F(RuntimeTest, DiskFullRefusesWritesKeepsServingAndResumes) {
   EXPECT_NE(not_applied->reason_code, "PREFIX_MATCH");
 
   faults.set(journal::fault::none);
-  auto resumed = rt->append_blocking(record_kind::update, update_bytes("r2", {"b"}), 10s);
+  auto resumed = rt->append_blocking(proto::record_kind::update, update_bytes("r2", {"b"}), 10s);
   ASSERT_TRUE(resumed.has_value());
   EXPECT_TRUE(resumed->accepted) << resumed->reason_code;
   auto after = lookup_blocking(*rt, chain_lookup({"b"}));
@@ -223,7 +223,7 @@ TEST_F(RuntimeTest, SnapshotTruncatesTheJournalAndRestartReplaysOnlyTheTail) {
     auto rt = runtime::start(opts_, nullptr, &err);
     ASSERT_NE(rt, nullptr) << err;
     for (int i = 0; i < 10; ++i)
-      ASSERT_TRUE(rt->append_blocking(record_kind::update,
+      ASSERT_TRUE(rt->append_blocking(proto::record_kind::update,
                                       update_bytes("r" + std::to_string(i), {"a", "b" + std::to_string(i)}), 5s));
     auto report = rt->snapshot_now_blocking(30s);
     ASSERT_TRUE(report.has_value());
@@ -236,7 +236,7 @@ TEST_F(RuntimeTest, SnapshotTruncatesTheJournalAndRestartReplaysOnlyTheTail) {
     auto again = rt->snapshot_now_blocking(30s);
     ASSERT_TRUE(again.has_value());
     EXPECT_TRUE(again->skipped);
-    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("late", {"late-block"}), 5s));
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("late", {"late-block"}), 5s));
     rt->stop();
   }
   recovery_info info;
@@ -257,7 +257,7 @@ TEST_F(RuntimeTest, FinalSnapshotOnStopLeavesNothingToReplay) {
   {
     auto rt = runtime::start(opts_, nullptr, &err);
     ASSERT_NE(rt, nullptr) << err;
-    ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
     rt->stop();
   }
   recovery_info info;
@@ -276,7 +276,7 @@ TEST_F(RuntimeTest, RecordCountTriggersSnapshots) {
     auto rt = runtime::start(opts_, nullptr, &err);
     ASSERT_NE(rt, nullptr) << err;
     for (int i = 0; i < 12; ++i)
-      ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"k" + std::to_string(i)}), 5s));
+      ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"k" + std::to_string(i)}), 5s));
     rt->stop();  // waits for the snapshot writer to finish what it started
   }
   recovery_info info;
@@ -296,7 +296,7 @@ TEST_F(RuntimeTest, SnapshotNowCoversEverythingAppliedEvenWhileAPeriodicOneRuns)
   for (int round = 0; round < 20; ++round) {
     std::optional<append_result> last;
     for (int i = 0; i < 3; ++i) {
-      last = rt->append_blocking(record_kind::update,
+      last = rt->append_blocking(proto::record_kind::update,
                                  update_bytes("r", {"k" + std::to_string(round * 3 + i)}), 5s);
       ASSERT_TRUE(last.has_value());
     }
@@ -313,17 +313,17 @@ TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
   ASSERT_TRUE(rt->append_blocking(
-      record_kind::policy,
+      proto::record_kind::policy,
       R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu"}],"tenants":[]})", 5s));
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"used"}), 5s));
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r2", {"idle"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"used"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r2", {"idle"}), 5s));
   for (int i = 0; i < 3; ++i) {
     auto resp = lookup_blocking(*rt, chain_lookup({"used"}));
     ASSERT_TRUE(resp.has_value());
     ASSERT_EQ(resp->reason_code, "PREFIX_MATCH");
   }
   // Over the cap: the least-used entry goes, the credited one stays.
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r3", {"new"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r3", {"new"}), 5s));
   auto used = lookup_blocking(*rt, chain_lookup({"used"}));
   ASSERT_TRUE(used.has_value());
   EXPECT_EQ(used->reason_code, "PREFIX_MATCH");
@@ -350,7 +350,7 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
                          .count() -
                      10'000'000);  // reported 10 s ago: already past the 5 s TTL
   u.add_prefixes()->set_prefix_hash("old");
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, u.SerializeAsString(), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, u.SerializeAsString(), 5s));
   // Bounded wait for a sweep (every 100 ms) to remove it.
   std::int64_t total = -1;
   for (int i = 0; i < 100 && total != 0; ++i) {
@@ -402,15 +402,15 @@ TEST_F(RuntimeTest, ManyTenantsUnderACapMatchTheSerialReplayOfTheJournal) {
             e.set_replica_id(replica);
             e.set_model_id("m");
             e.set_prefix_hash("k" + std::to_string(next() % 40));
-            auto r = rt->append_blocking(record_kind::event, e.SerializeAsString(), 10s);
+            auto r = rt->append_blocking(proto::record_kind::event, e.SerializeAsString(), 10s);
             if (!r || !r->accepted) ++refused;
             continue;
           }
           std::vector<std::string> blocks;
           const int n = 1 + static_cast<int>(next() % 6);
           for (int b = 0; b < n; ++b) blocks.push_back("k" + std::to_string(next() % 40));
-          auto u = testing::chain_update(replica, blocks, "vllm", tenant);
-          auto r = rt->append_blocking(record_kind::update, u.SerializeAsString(), 10s);
+          auto u = state::testing::chain_update(replica, blocks, "vllm", tenant);
+          auto r = rt->append_blocking(proto::record_kind::update, u.SerializeAsString(), 10s);
           if (!r || !r->accepted) ++refused;
           if (i % 7 == 0) {
             auto q = chain_lookup(blocks);
@@ -447,13 +447,13 @@ TEST_F(RuntimeTest, APolicyPushReachesExistingTenantActorsBeforeItsAck) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s));
   auto before = lookup_blocking(*rt, chain_lookup({"a"}));
   ASSERT_TRUE(before.has_value());
   ASSERT_EQ(before->reason_code, "PREFIX_MATCH");
   // A matched-tokens floor above the chain's 64 tokens turns the same lookup into a miss.
   auto ack = rt->append_blocking(
-      record_kind::policy,
+      proto::record_kind::policy,
       R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":1000,)"
       R"("affinityRouting":false}],"tenants":[]})",
       5s);
@@ -473,8 +473,8 @@ TEST_F(RuntimeTest, ManyTenantsComeBackFromASnapshotPlusTail) {
     ASSERT_NE(rt, nullptr) << err;
     auto append = [&](const std::string& tenant, const std::string& replica,
                       std::vector<std::string> blocks) {
-      auto u = testing::chain_update(replica, blocks, "vllm", tenant);
-      ASSERT_TRUE(rt->append_blocking(record_kind::update, u.SerializeAsString(), 5s));
+      auto u = state::testing::chain_update(replica, blocks, "vllm", tenant);
+      ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, u.SerializeAsString(), 5s));
     };
     for (int i = 0; i < 8; ++i) append("t" + std::to_string(i % 4), "r" + std::to_string(i), {"a", "b"});
     auto report = rt->snapshot_now_blocking(30s);
@@ -504,7 +504,7 @@ TEST_F(RuntimeTest, LookupsOfATenantWithoutAnActorSeeTheWholeIndex) {
   auto cold = lookup_blocking(*rt, q);
   ASSERT_TRUE(cold.has_value());
   EXPECT_EQ(cold->reason_code, "NO_HINT");  // cold-start carve-out
-  ASSERT_TRUE(rt->append_blocking(record_kind::update, update_bytes("r1", {"a"}), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s));
   auto known = lookup_blocking(*rt, q);
   ASSERT_TRUE(known.has_value());
   EXPECT_EQ(known->reason_code, "UNKNOWN_TENANT");

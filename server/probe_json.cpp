@@ -46,13 +46,13 @@ probe_parse_result parse_probe_body(const std::string& body) {
 
   struct field {
     const char* name;
-    std::string actors::probe_request::*member;
+    std::string state::probe_request::*member;
   };
-  static const field fields[] = {{"backend", &actors::probe_request::backend},
-                                 {"model", &actors::probe_request::model},
-                                 {"hashScheme", &actors::probe_request::hash_scheme},
-                                 {"backendType", &actors::probe_request::backend_type}};
-  actors::probe_request req;
+  static const field fields[] = {{"backend", &state::probe_request::backend},
+                                 {"model", &state::probe_request::model},
+                                 {"hashScheme", &state::probe_request::hash_scheme},
+                                 {"backendType", &state::probe_request::backend_type}};
+  state::probe_request req;
   for (const auto& [key, value] : doc.items()) {
     const field* f = nullptr;
     for (const auto& candidate : fields) {
@@ -73,12 +73,12 @@ probe_parse_result parse_probe_body(const std::string& body) {
   return req;
 }
 
-std::string encode_probe_outcome(const actors::probe_outcome& outcome) {
+std::string encode_probe_outcome(const state::probe_outcome& outcome) {
   nlohmann::ordered_json j;
   j["backend"] = outcome.backend;
-  j["ingest"] = std::string(actors::to_string(outcome.ingest));
-  j["routing"] = std::string(actors::to_string(outcome.routing));
-  j["t2"] = std::string(actors::to_string(outcome.t2));
+  j["ingest"] = std::string(state::to_string(outcome.ingest));
+  j["routing"] = std::string(state::to_string(outcome.routing));
+  j["t2"] = std::string(state::to_string(outcome.t2));
   if (!outcome.errors.empty()) {
     auto errors = nlohmann::ordered_json::array();
     for (const auto& e : outcome.errors) {

@@ -15,7 +15,7 @@
 #include <string>
 #include <variant>
 
-#include "actors/probe.hpp"
+#include "state/probe.hpp"
 
 namespace ic::server {
 
@@ -25,16 +25,16 @@ inline constexpr std::size_t probe_max_body_bytes = 4096;
 /// A decoded request or the reason it was refused.
 class probe_parse_result {
  public:
-  probe_parse_result(actors::probe_request r) : v_(std::move(r)) {}
+  probe_parse_result(state::probe_request r) : v_(std::move(r)) {}
   static probe_parse_result failure(std::string why) { return probe_parse_result(why, 0); }
 
-  bool ok() const { return std::holds_alternative<actors::probe_request>(v_); }
-  const actors::probe_request& value() const { return std::get<actors::probe_request>(v_); }
+  bool ok() const { return std::holds_alternative<state::probe_request>(v_); }
+  const state::probe_request& value() const { return std::get<state::probe_request>(v_); }
   const std::string& error() const { return std::get<std::string>(v_); }
 
  private:
   probe_parse_result(std::string why, int) : v_(std::move(why)) {}
-  std::variant<actors::probe_request, std::string> v_;
+  std::variant<state::probe_request, std::string> v_;
 };
 
 /// Decodes a /probe body; errors read "decode probe request: ..." or name the missing field.
@@ -42,6 +42,6 @@ probe_parse_result parse_probe_body(const std::string& body);
 
 /// Returns the 200 body: {"backend","ingest","routing","t2"[,"errors":[{"stage","message"}]]}
 /// in that key order, `errors` omitted when empty.
-std::string encode_probe_outcome(const actors::probe_outcome& outcome);
+std::string encode_probe_outcome(const state::probe_outcome& outcome);
 
 }  // namespace ic::server

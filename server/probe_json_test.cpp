@@ -58,20 +58,20 @@ TEST(ProbeJson, RejectsBodiesOver4KiB) {
 }
 
 TEST(ProbeJson, EncodesTheExactShapeWithoutErrorsWhenEmpty) {
-  actors::probe_outcome o;
+  state::probe_outcome o;
   o.backend = "team-a/b";
-  o.ingest = actors::probe_stage_result::ok;
-  o.routing = actors::probe_stage_result::ok;
-  o.t2 = actors::probe_stage_result::skipped;
+  o.ingest = state::probe_stage_result::ok;
+  o.routing = state::probe_stage_result::ok;
+  o.t2 = state::probe_stage_result::skipped;
   EXPECT_EQ(encode_probe_outcome(o),
             R"({"backend":"team-a/b","ingest":"ok","routing":"ok","t2":"skipped"})");
 }
 
 TEST(ProbeJson, EncodesErrorsInStageOrder) {
-  actors::probe_outcome o;
+  state::probe_outcome o;
   o.backend = "b";
-  o.ingest = actors::probe_stage_result::ok;
-  o.routing = actors::probe_stage_result::failed;
+  o.ingest = state::probe_stage_result::ok;
+  o.routing = state::probe_stage_result::failed;
   o.errors.push_back({"routing", "lookup answered NO_HINT, want PREFIX_MATCH"});
   EXPECT_EQ(encode_probe_outcome(o),
             R"({"backend":"b","ingest":"ok","routing":"failed","t2":"skipped",)"

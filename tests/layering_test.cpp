@@ -1,5 +1,7 @@
 // Dependencies point one way: index/, policy/ and journal/ never include CAF, gRPC or
-// generated protobuf headers (design.md, style.md habit 1).
+// generated protobuf headers; state/ (the plain state under the actors) never includes CAF
+// or gRPC; and nothing outside actors/, server/ and tests/ includes CAF (design.md, style.md
+// habit 1).
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -33,6 +35,57 @@ TEST(Layering, PlainComponentsIncludeNoCafGrpcOrProtobuf) {
     }
   }
   EXPECT_GT(files, 0);
+}
+
+/// Calls `check(path, line_number, line)` for every line of every C++ source under `dir`.
+template <class Check>
+int for_each_source_line(const fs::path& dir, Check check) {
+  int files = 0;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
+    const auto name = it->path().filename().string();
+    if (it->is_directory() && (name == "build" || name.rfind("build-", 0) == 0 || name[0] == '.')) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    auto ext = it->path().extension().string();
+    if (ext != ".hpp" && ext != ".cpp" && ext != ".h" && ext != ".cc") continue;
+    ++files;
+    std::ifstream in(it->path());
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) check(it->path(), ++n, line);
+  }
+  return files;
+}
+
+const std::regex caf_include(R"(^\s*#\s*include\s*[<"]caf/)");
+
+TEST(Layering, StateIncludesNoCafOrGrpc) {
+  const std::regex forbidden(R"(^\s*#\s*include\s*[<"](caf/|grpc|grpcpp/))");
+  const fs::path dir = fs::path(IC_SOURCE_DIR) / "state";
+  ASSERT_TRUE(fs::exists(dir)) << dir;
+  const int files = for_each_source_line(dir, [&](const fs::path& p, int n, const std::string& line) {
+    EXPECT_FALSE(std::regex_search(line, forbidden)) << p.string() << ":" << n << ": " << line;
+  });
+  EXPECT_GT(files, 0);
+}
+
+TEST(Layering, OnlyActorsServerAndTestsIncludeCaf) {
+  const fs::path root(IC_SOURCE_DIR);
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    const auto name = entry.path().filename().string();
+    if (!entry.is_directory() || name == "actors" || name == "server" || name == "tests" ||
+        name == "build" || name.rfind("build-", 0) == 0 || name[0] == '.')
+      continue;
+    files += for_each_source_line(entry.path(), [&](const fs::path& p, int n, const std::string& line) {
+      EXPECT_FALSE(std::regex_search(line, caf_include)) << p.string() << ":" << n << ": " << line;
+    });
+  }
+  EXPECT_GT(files, 0);
+  EXPECT_TRUE(std::regex_search("#include <caf/all.hpp>", caf_include));
+  EXPECT_FALSE(std::regex_search("#include \"actors/runtime.hpp\"", caf_include));
 }
 
 TEST(Layering, ForbiddenPatternCatchesTheIncludesItMustCatch) {

@@ -15,21 +15,11 @@
 #include <CLI/CLI.hpp>
 #include <google/protobuf/util/json_util.h>
 
-#include "actors/record_codec.hpp"
+#include "proto/record_codec.hpp"
 #include "inferencecache/journal/v1/journal.pb.h"
 #include "journal/log.hpp"
 
 namespace {
-
-const char* kind_name(std::uint32_t t) {
-  switch (t) {
-    case 1: return "update";
-    case 2: return "event";
-    case 3: return "policy";
-    case 4: return "sweep";
-    default: return "unknown";
-  }
-}
 
 std::string record_json(const ic::journal::record_view& r) {
   inferencecache::journal::v1::Record rec;
@@ -41,7 +31,7 @@ std::string record_json(const ic::journal::record_view& r) {
     opts.preserve_proto_field_names = true;
     if (!google::protobuf::util::MessageToJsonString(rec, &body, opts).ok()) body = "null";
   }
-  return "{\"seq\":" + std::to_string(r.seq) + ",\"type\":\"" + kind_name(r.type) +
+  return "{\"seq\":" + std::to_string(r.seq) + ",\"type\":\"" + ic::proto::kind_name(r.type) +
          "\",\"bytes\":" + std::to_string(r.payload.size()) + ",\"record\":" + body + "}";
 }
 
@@ -90,9 +80,9 @@ int main(int argc, char** argv) {
     std::int64_t first_at = 0, last_at = 0;
     auto st = log.read(log.truncated_through() + 1, [&](const ic::journal::record_view& r) {
       ++n;
-      ++counts[kind_name(r.type)];
+      ++counts[ic::proto::kind_name(r.type)];
       bytes += r.payload.size();
-      auto rec = ic::actors::decode_record(r.type, r.payload);
+      auto rec = ic::proto::decode_record(r.type, r.payload);
       if (!rec) {
         ++undecodable;
       } else {
@@ -125,9 +115,9 @@ int main(int argc, char** argv) {
                          if (json) {
                            std::cout << record_json(r) << "\n";
                          } else {
-                           auto rec = ic::actors::decode_record(r.type, r.payload);
+                           auto rec = ic::proto::decode_record(r.type, r.payload);
                            std::printf("%10llu  %-7s %8zu bytes  applied_at_us=%lld%s\n",
-                                       static_cast<unsigned long long>(r.seq), kind_name(r.type),
+                                       static_cast<unsigned long long>(r.seq), ic::proto::kind_name(r.type),
                                        r.payload.size(),
                                        static_cast<long long>(rec ? rec->applied_at_us : 0),
                                        rec ? "" : "  UNDECODABLE");
@@ -164,7 +154,7 @@ int main(int argc, char** argv) {
     if (!st.ok()) ++bad;
     std::uint64_t undecodable = 0;
     log.read(log.truncated_through() + 1, [&](const ic::journal::record_view& r) {
-      if (!ic::actors::decode_record(r.type, r.payload)) ++undecodable;
+      if (!ic::proto::decode_record(r.type, r.payload)) ++undecodable;
       return true;
     });
     std::cout << "decoding: " << (undecodable ? std::to_string(undecodable) + " undecodable" : "ok")

@@ -1,10 +1,10 @@
-#include "actors/probe.hpp"
+#include "state/probe.hpp"
 
 #include <algorithm>
 
 #include <openssl/evp.h>
 
-namespace ic::actors {
+namespace ic::state {
 namespace {
 
 constexpr std::string_view probe_marker = "inferencecache.io/probe/v1\n";
@@ -119,4 +119,4 @@ probe_outcome run_probe(index::cache_index& index, const probe_request& request,
   return out;
 }
 
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -28,10 +28,10 @@
 #include <string_view>
 #include <vector>
 
-#include "actors/tenant_state.hpp"
+#include "state/tenant_state.hpp"
 #include "index/snapshot_codec.hpp"
 
-namespace ic::actors {
+namespace ic::state {
 
 /// Streams the policy set and `tenants` (in the given order; name order keeps snapshots
 /// reproducible) as snapshot chunks of about `chunk_bytes`; false if `sink` aborted. The
@@ -72,4 +72,4 @@ class state_loader {
   bool failed_ = false;
 };
 
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -1,11 +1,11 @@
-#include "actors/record_codec.hpp"
+#include "proto/record_codec.hpp"
 
 #include <gtest/gtest.h>
 
 #include "inferencecache/journal/v1/journal.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::actors {
+namespace ic::proto {
 namespace {
 
 namespace v1 = inferencecache::v1alpha1;
@@ -82,4 +82,4 @@ TEST(RecordCodec, RefusesGarbageWrongKindAndUnknownKind) {
 }
 
 }  // namespace
-}  // namespace ic::actors
+}  // namespace ic::proto

@@ -1,19 +1,19 @@
-#include "actors/snapshot_io.hpp"
+#include "state/snapshot_io.hpp"
 
 #include <tuple>
 
 #include <gtest/gtest.h>
 
-#include "actors/test_support.hpp"
+#include "state/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::actors {
+namespace ic::state {
 namespace {
 
 namespace v1 = inferencecache::v1alpha1;
 constexpr index::micros kT0 = 1'700'000'000'000'000;
 
-decoded_record update_record(index::micros at, const std::string& tenant, const std::string& replica,
+proto::decoded_record update_record(index::micros at, const std::string& tenant, const std::string& replica,
                              const std::vector<std::string>& blocks) {
   auto u = testing::chain_update(replica, blocks, "vllm", tenant, 16);
   u.mutable_stats()->set_hit_rate(0.25f);
@@ -31,7 +31,7 @@ std::vector<std::string> chunks_of(const tenant_set& st, std::size_t chunk_bytes
 
 TEST(StateSnapshot, RoundTripRestoresIndexAndPolicies) {
   tenant_set st;
-  st.apply(*decode_record(3, encode_record(record_kind::policy, kT0,
+  st.apply(*proto::decode_record(3, proto::encode_record(proto::record_kind::policy, kT0,
                                            R"({"version":7,"policies":[{"namespace":"a",)"
                                            R"("lookupTimeoutMs":30,"eviction":"lfu"}],)"
                                            R"("tenants":[{"tenantID":"a","maxIndexEntries":100}]})")));
@@ -90,4 +90,4 @@ TEST(StateSnapshot, RefusesABadHeaderAndAMissingHeader) {
 }
 
 }  // namespace
-}  // namespace ic::actors
+}  // namespace ic::state

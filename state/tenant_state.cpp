@@ -1,9 +1,9 @@
-#include "actors/tenant_state.hpp"
+#include "state/tenant_state.hpp"
 
 #include <algorithm>
 #include <set>
 
-namespace ic::actors {
+namespace ic::state {
 
 index::index_options tenant_index_options(const state_options& o, index::shared_facts* shared) {
   index::index_options io;
@@ -178,7 +178,7 @@ std::map<std::string, std::unique_ptr<tenant_state>> tenant_set::release() {
   return std::move(tenants_);
 }
 
-apply_outcome tenant_set::apply(const decoded_record& record, index::change_log* changes) {
+apply_outcome tenant_set::apply(const proto::decoded_record& record, index::change_log* changes) {
   apply_outcome out;
   const index::micros at = record.applied_at_us;
   std::visit(
@@ -199,7 +199,7 @@ apply_outcome tenant_set::apply(const decoded_record& record, index::change_log*
           } else {
             out.event.applied = true;  // nothing of this tenant is held
           }
-        } else if constexpr (std::is_same_v<T, policy_record>) {
+        } else if constexpr (std::is_same_v<T, proto::policy_record>) {
           auto set = policy::policy_store::from_bytes(payload.canonical_json);
           if (!set.has_value()) {
             out.ok = false;
@@ -284,4 +284,4 @@ std::vector<std::string> merge_dumps(const std::vector<const tenant_state*>& ten
   return out;
 }
 
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -1,23 +1,23 @@
-#include "actors/tenant_state.hpp"
+#include "state/tenant_state.hpp"
 
 #include <gtest/gtest.h>
 
-#include "actors/test_support.hpp"
+#include "state/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::actors {
+namespace ic::state {
 namespace {
 
 constexpr index::micros kT0 = 1'700'000'000'000'000;
 
-decoded_record update_record(index::micros at, const std::string& replica,
+proto::decoded_record update_record(index::micros at, const std::string& replica,
                              const std::vector<std::string>& blocks,
                              const std::string& tenant = "t") {
   return testing::as_record(testing::chain_update(replica, blocks, "vllm", tenant), at);
 }
 
-decoded_record policy_record_of(const std::string& json) {
-  return *decode_record(3, encode_record(record_kind::policy, kT0, json));
+proto::decoded_record policy_record_of(const std::string& json) {
+  return *proto::decode_record(3, proto::encode_record(proto::record_kind::policy, kT0, json));
 }
 
 using testing::chain_lookup;
@@ -98,7 +98,7 @@ TEST(TenantSet, SweepRecordRemovesExpiredEntries) {
   tenant_set st(o);
   st.apply(update_record(kT0, "r1", {"a"}));
   EXPECT_EQ(st.facts()->total_entries.load(), 1);
-  auto sweep = *decode_record(4, encode_record(record_kind::sweep, kT0 + 11'000'000, {}));
+  auto sweep = *proto::decode_record(4, proto::encode_record(proto::record_kind::sweep, kT0 + 11'000'000, {}));
   auto out = st.apply(sweep);
   EXPECT_EQ(out.sweep.entries_removed_lru, 1);
   EXPECT_EQ(st.facts()->total_entries.load(), 0);
@@ -114,4 +114,4 @@ TEST(TenantSet, MaxGrowthCountsEveryKeyAnUpdateNames) {
 }
 
 }  // namespace
-}  // namespace ic::actors
+}  // namespace ic::state

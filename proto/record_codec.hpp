@@ -5,7 +5,8 @@
 // record type tag says which payload (`record_kind`). Encoding embeds the producer's
 // already-serialized message bytes, so the live path never re-encodes what it received;
 // decoding yields the index's plain structs, which the tenant actors apply live and
-// `tenant_set` applies on replay (actors/tenant_state.hpp).
+// `tenant_set` applies on replay (state/tenant_state.hpp). Target `ic_journal_codec`
+// (protobuf, no CAF): the journal inspector links it alone.
 //
 //   std::string bytes = encode_record(record_kind::update, now_us, update_proto_bytes);
 //   auto rec = decode_record(record_kind::update, bytes);   // -> decoded_record or error
@@ -19,7 +20,7 @@
 
 #include "index/types.hpp"
 
-namespace ic::actors {
+namespace ic::proto {
 
 /// Journal record type tags. Numbered forever: never renumber or reuse one.
 enum class record_kind : std::uint32_t {
@@ -47,8 +48,12 @@ struct decoded_record {
 /// (CacheStateUpdate / CacheEvent bytes; canonical policy JSON; empty for a sweep).
 std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload);
 
+/// Returns the name of a record type tag ("update", "event", "policy", "sweep"), or
+/// "unknown" for any other tag.
+const char* kind_name(std::uint32_t kind);
+
 /// Decodes one record; nullopt with `error` set when the bytes or the kind are not valid.
 std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view bytes,
                                             std::string* error = nullptr);
 
-}  // namespace ic::actors
+}  // namespace ic::proto

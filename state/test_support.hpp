@@ -4,11 +4,11 @@
 #include <string>
 #include <vector>
 
-#include "actors/record_codec.hpp"
+#include "proto/record_codec.hpp"
 #include "index/types.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
-namespace ic::actors::testing {
+namespace ic::state::testing {
 
 /// A CacheStateUpdate of tenant "t", model "m": one chain entry of `blocks` × `count` tokens.
 inline inferencecache::v1alpha1::CacheStateUpdate chain_update(
@@ -28,10 +28,10 @@ inline inferencecache::v1alpha1::CacheStateUpdate chain_update(
 }
 
 /// The journal record of `u` applied at `at`, decoded as replay sees it.
-inline decoded_record as_record(const inferencecache::v1alpha1::CacheStateUpdate& u,
+inline proto::decoded_record as_record(const inferencecache::v1alpha1::CacheStateUpdate& u,
                                 index::micros at) {
-  return *decode_record(static_cast<std::uint32_t>(record_kind::update),
-                        encode_record(record_kind::update, at, u.SerializeAsString()));
+  return *proto::decode_record(static_cast<std::uint32_t>(proto::record_kind::update),
+                        proto::encode_record(proto::record_kind::update, at, u.SerializeAsString()));
 }
 
 /// A chain LookupRoute request of tenant "t", model "m", 64 tokens per block.
@@ -47,4 +47,4 @@ inline index::lookup_route_request chain_lookup(const std::vector<std::string>& 
   return r;
 }
 
-}  // namespace ic::actors::testing
+}  // namespace ic::state::testing

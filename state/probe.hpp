@@ -29,7 +29,7 @@
 #include "index/cache_index.hpp"
 #include "index/types.hpp"
 
-namespace ic::actors {
+namespace ic::state {
 
 /// One /probe request body (every field already decoded; the three required are non-empty).
 struct probe_request {
@@ -78,4 +78,4 @@ std::string probe_hash(const probe_request& request);
 probe_outcome run_probe(index::cache_index& index, const probe_request& request,
                         index::micros now);
 
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -11,7 +11,7 @@
 // recorded time, so replaying a journal rebuilds the same indexes.
 //
 //   tenant_set set(opts);
-//   auto out = set.apply(*decode_record(kind, bytes), &changes);   // serial, exact
+//   auto out = set.apply(*proto::decode_record(kind, bytes), &changes);   // serial, exact
 //   auto resp = set.lookup(request, now_us);                       // decide + LFU credit
 #pragma once
 
@@ -23,15 +23,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/messages.hpp"
-#include "actors/probe.hpp"
-#include "actors/record_codec.hpp"
+#include "state/probe.hpp"
+#include "proto/record_codec.hpp"
 #include "index/cache_index.hpp"
 #include "index/route_lookup.hpp"
 #include "index/types.hpp"
 #include "policy/policy_store.hpp"
 
-namespace ic::actors {
+namespace ic::state {
 
 /// Construction parameters (from the server's flags).
 struct state_options {
@@ -59,9 +58,6 @@ struct lookup_outcome {
   index::lookup_route_response response;
   std::vector<index::scored_replica> credit;
 };
-
-/// A StreamCacheEvents subscriber as the runtime holds it.
-using subscriber_ptr = std::shared_ptr<event_subscriber>;
 
 /// The policy set in force, shared read-only by every tenant (replaced, never mutated).
 using policy_ptr = std::shared_ptr<const policy::policy_store>;
@@ -148,7 +144,7 @@ class tenant_set {
 
   /// Applies one decoded journal record at its own time (ingest, quota, then the global cap
   /// merged over every tenant), recording index changes.
-  apply_outcome apply(const decoded_record& record, index::change_log* changes = nullptr);
+  apply_outcome apply(const proto::decoded_record& record, index::change_log* changes = nullptr);
   /// Decides and credits a lookup. For tests (the tenant actors answer lookups live).
   index::lookup_route_response lookup(const index::lookup_route_request& request,
                                       index::micros now_us,
@@ -207,4 +203,4 @@ std::vector<std::pair<std::string, std::int64_t>> merge_entries_by_model(
 std::vector<std::string> merge_dumps(const std::vector<const tenant_state*>& tenants,
                                      const index::shared_facts& facts);
 
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -1,10 +1,10 @@
-#include "actors/probe.hpp"
+#include "state/probe.hpp"
 
 #include <gtest/gtest.h>
 
 #include "index/test_support.hpp"
 
-namespace ic::actors {
+namespace ic::state {
 namespace {
 
 using index::testing::t0;
@@ -122,4 +122,4 @@ TEST(Probe, NamesItsStagesInTheOutcome) {
 }
 
 }  // namespace
-}  // namespace ic::actors
+}  // namespace ic::state

@@ -1,8 +1,8 @@
-#include "actors/snapshot_io.hpp"
+#include "state/snapshot_io.hpp"
 
 #include <cstring>
 
-namespace ic::actors {
+namespace ic::state {
 namespace {
 
 constexpr char kMagic[8] = {'I', 'C', 'S', 'N', 'A', 'P', '0', '1'};
@@ -160,4 +160,4 @@ std::unique_ptr<tenant_set> state_loader::finish(std::string* error) {
   return std::move(set_);
 }
 
-}  // namespace ic::actors
+}  // namespace ic::state

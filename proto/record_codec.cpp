@@ -1,9 +1,9 @@
-#include "actors/record_codec.hpp"
+#include "proto/record_codec.hpp"
 
 #include "inferencecache/journal/v1/journal.pb.h"
 #include "proto/translate.hpp"
 
-namespace ic::actors {
+namespace ic::proto {
 namespace {
 
 void put_varint(std::string& out, std::uint64_t v) {
@@ -22,6 +22,16 @@ void put_bytes_field(std::string& out, int field, std::string_view bytes) {
 }
 
 }  // namespace
+
+const char* kind_name(std::uint32_t kind) {
+  switch (static_cast<record_kind>(kind)) {
+    case record_kind::update: return "update";
+    case record_kind::event: return "event";
+    case record_kind::policy: return "policy";
+    case record_kind::sweep: return "sweep";
+  }
+  return "unknown";
+}
 
 std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload) {
   // Record{applied_at_us = 1; update = 2; event = 3; policy = 4; sweep = 5}, written by hand so
@@ -78,4 +88,4 @@ std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view
   return fail("unknown record type " + std::to_string(kind));
 }
 
-}  // namespace ic::actors
+}  // namespace ic::proto

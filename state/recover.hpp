@@ -1,0 +1,65 @@
+// Recovery without actors: open the journal, load the newest usable snapshot, replay the
+// journal tail serially through `tenant_set`, and journal one TTL sweep at `now`. The
+// runtime (actors/runtime.cpp) then hands the recovered tenants to their actors.
+//
+//   std::string error;
+//   auto rec = recover(options, now_us, &error);      // nullopt: refuse to start (error says why)
+//   rec->set->tenants();                             // every tenant, as of the journal's end
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "index/types.hpp"
+#include "journal/log.hpp"
+#include "state/tenant_state.hpp"
+
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
+namespace ic::state {
+
+/// What recovery needs.
+struct recovery_options {
+  /// Journal directory (RocksDB). Created if missing.
+  std::string journal_dir;
+  /// `--journal-fsync`. Default false.
+  bool fsync = false;
+  /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
+  rocksdb::Env* journal_env = nullptr;
+  /// The tenants' options (cap, default TTL, block size).
+  state_options state;
+};
+
+/// What recovery found, for the startup log.
+struct recovery_info {
+  /// Sequence the loaded snapshot covers (0 = none loaded).
+  std::uint64_t snapshot_seq = 0;
+  /// Snapshots skipped as corrupt before a usable one was found (one line each).
+  std::vector<std::string> skipped_snapshots;
+  std::uint64_t records_replayed = 0;
+  std::uint64_t last_sequence = 0;
+  std::int64_t entries = 0;
+  double seconds = 0;
+  std::string torn_tail;  ///< non-empty when a torn tail was dropped
+};
+
+/// The recovered journal and state.
+struct recovered {
+  std::unique_ptr<journal::log> log;
+  std::unique_ptr<tenant_set> set;
+  recovery_info info;
+};
+
+/// Recovers the state of `options.journal_dir` and appends (and applies) one TTL sweep
+/// record at `now`, so nothing expired comes back. Returns nullopt with `error` set when the
+/// journal cannot be opened, the newest usable snapshot cannot be loaded, the journal was
+/// truncated but no snapshot covers it, or a record of the tail cannot be decoded or applied.
+std::optional<recovered> recover(const recovery_options& options, index::micros now,
+                                 std::string* error);
+
+}  // namespace ic::state
