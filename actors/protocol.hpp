@@ -1,6 +1,6 @@
 // The actors' protocol: every message the runtime's actors exchange, and their typed
-// interfaces (sender, handler, reply). Included only by actors/runtime.cpp: callers use the
-// CAF-free facade in actors/runtime.hpp.
+// interfaces (sender, handler, reply). Included only inside actors/ (the actor files and
+// runtime.cpp): callers use the CAF-free facade in actors/runtime.hpp.
 //
 //   runtime::append        -> journal actor       append(append_msg)
 //   journal actor          -> coordinator         apply(committed_batch)      in journal order

@@ -1,0 +1,427 @@
+// The coordinator: dispatches committed records in journal order to the tenant actors,
+// keeps the global cap exact (headroom reservation; exclusive updates and the cap merge by
+// messages), and runs snapshots and frozen reads at quiescent points.
+#include "actors/spawn.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <optional>
+
+#include <caf/all.hpp>
+
+#include "actors/fail_fast.hpp"
+
+namespace ic::actors {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+void log_snapshot(const snapshot_report& r) {
+  if (r.ok)
+    spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; journal truncated", r.covering_seq,
+                 r.bytes, r.seconds);
+  else
+    spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
+}
+
+/// A committed record waiting for dispatch, or a probe queued behind the records.
+struct queued {
+  tenant_record record;
+  probe_call_ptr probe;
+};
+
+/// A quiescent-point job: a snapshot (with its waiters) or a frozen read.
+struct quiet_job {
+  bool snapshot = false;
+  read_job read;
+  std::vector<caf::typed_response_promise<snapshot_report>> waiters;
+};
+
+enum class phase { running, draining, exclusive, policy, quiet };
+
+struct coordinator_state : coordinator_config {
+  std::deque<queued> queue;
+  std::deque<quiet_job> jobs;
+  phase now = phase::running;
+  // The exclusive update being capped.
+  std::optional<exclusive_done> excl;
+  std::map<std::string, std::optional<index::cap_head>> heads;
+  std::size_t heads_pending = 0;
+  std::size_t holds_pending = 0;
+  steady::time_point last_snapshot_at = steady::now();
+  steady::time_point snapshot_backoff_until{};
+};
+
+/// True when a snapshot is queued or running (a job stays at the front until it finished).
+bool snapshot_pending(const coordinator_state& s) {
+  return std::any_of(s.jobs.begin(), s.jobs.end(), [](const quiet_job& j) { return j.snapshot; });
+}
+
+using coordinator_pointer = coordinator_actor::stateful_pointer<coordinator_state>;
+
+void pump(coordinator_pointer self);
+
+tenant_actor& ensure_tenant(coordinator_pointer self, const std::string& name) {
+  auto& s = self->state;
+  auto it = s.tenants.find(name);
+  if (it != s.tenants.end()) return it->second.first;
+  auto st = std::make_shared<state::tenant_state>(name, s.sh->options, s.sh->facts.get(), s.policies);
+  auto actor = spawn_tenant_actor(self->system(), st, s.sh);
+  s.sh->directory.add(name, actor);
+  return s.tenants.emplace(name, std::make_pair(actor, std::move(st))).first->second.first;
+}
+
+std::vector<tenant_actor> tenant_actors(const coordinator_state& s) {
+  std::vector<tenant_actor> out;
+  for (const auto& [_, t] : s.tenants) out.push_back(t.first);
+  return out;
+}
+
+void ack(const tenant_record& r, std::string reason = {}) {
+  if (r.sink) r.sink->on_applied(r.slot, append_result{true, std::move(reason), r.seq});
+}
+
+/// Ends the exclusive update: answers its sink and the metrics, resumes dispatch.
+void finish_exclusive(coordinator_pointer self) {
+  auto& s = self->state;
+  exclusive_done done = std::move(*s.excl);
+  s.excl.reset();
+  if (s.sh->probe) {
+    const auto& u = std::get<index::cache_state_update>(done.item.rec.payload);
+    s.sh->probe->on_ingest(u.tenant_id, done.result);
+  }
+  ack(done.item, std::string(done.result.first_drop_reason));
+  s.now = phase::running;
+  pump(self);
+}
+
+/// One step of the cap merge: the tenant whose next victim is first evicts while it stays
+/// before every other tenant's next victim (the order of state::enforce_cap in state::tenant_state.cpp).
+void evict_next(coordinator_pointer self) {
+  auto& s = self->state;
+  const std::int64_t excess = state::cap_excess(*s.sh->facts, s.sh->options.max_entries);
+  const std::string* best = nullptr;
+  std::optional<index::cap_head> bound;
+  for (const auto& [name, h] : s.heads) {
+    if (!h) continue;
+    if (best == nullptr || index::cap_before(*h, *s.heads[*best])) {
+      if (best != nullptr && (!bound || index::cap_before(*s.heads[*best], *bound)))
+        bound = s.heads[*best];
+      best = &name;
+    } else if (!bound || index::cap_before(*h, *bound)) {
+      bound = h;
+    }
+  }
+  if (excess <= 0 || best == nullptr) {
+    finish_exclusive(self);
+    return;
+  }
+  const std::string name = *best;
+  self->request(s.tenants[name].first, caf::infinite, capevict_atom::value,
+                cap_order{bound, excess, s.excl->ts})
+      .then([=](cap_evicted& e) {
+        auto& st = self->state;
+        st.excl->result.cap_evicted_lru += e.lru;
+        st.excl->result.cap_evicted_lfu += e.lfu;
+        st.heads[name] = std::move(e.next);
+        if (e.lru + e.lfu == 0) {
+          finish_exclusive(self);
+          return;
+        }
+        evict_next(self);
+      });
+}
+
+/// The tenant applied an exclusive update; nothing else is in flight. Runs the global cap.
+void on_exclusive_done(coordinator_pointer self, exclusive_done& done) {
+  auto& s = self->state;
+  s.excl = std::move(done);
+  if (state::cap_excess(*s.sh->facts, s.sh->options.max_entries) == 0) {
+    finish_exclusive(self);
+    return;
+  }
+  s.heads.clear();
+  s.heads_pending = 0;
+  for (auto& [name, t] : s.tenants) {
+    if (name == index::reserved_tenant) continue;
+    ++s.heads_pending;
+    const std::string tenant = name;
+    self->request(t.first, caf::infinite, caphead_atom::value).then([=](cap_head_reply& r) {
+      self->state.heads[tenant] = std::move(r.head);
+      if (--self->state.heads_pending == 0) evict_next(self);
+    });
+  }
+  if (s.heads_pending == 0) finish_exclusive(self);
+}
+
+void release_all(coordinator_pointer self) {
+  for (auto& [_, t] : self->state.tenants) self->send(t.first, release_atom::value);
+}
+
+void finish_job(coordinator_pointer self) {
+  release_all(self);
+  self->state.jobs.pop_front();
+  self->state.now = phase::running;
+  pump(self);
+}
+
+/// Every tenant as it stands now (call only at a quiescent point).
+frozen_view view_of(const coordinator_state& s) {
+  frozen_view v{s.policies, s.sh->facts, {}};
+  for (const auto& [_, t] : s.tenants) v.tenants.push_back(t.second);
+  return v;
+}
+
+/// Every tenant holds its credits and nothing is in flight: run the front job.
+void run_job(coordinator_pointer self) {
+  auto& s = self->state;
+  quiet_job& job = s.jobs.front();
+  if (!job.snapshot) {
+    job.read.view = view_of(s);
+    self->request(s.writer, caf::infinite, read_atom::value, std::move(job.read))
+        .then([=](bool) { finish_job(self); }, [=](caf::error&) { finish_job(self); });
+    return;
+  }
+  if (s.last_applied_seq == s.last_snapshot_seq) {
+    snapshot_report r;
+    r.ok = true;
+    r.skipped = true;
+    r.covering_seq = s.last_snapshot_seq;
+    for (auto& w : job.waiters) w.deliver(r);
+    finish_job(self);
+    return;
+  }
+  snapshot_job sj{s.last_applied_seq, view_of(s)};
+  s.last_snapshot_at = steady::now();
+  auto finished = [=](snapshot_report r) {
+    auto& st = self->state;
+    if (r.ok) {
+      st.last_snapshot_seq = r.covering_seq;
+    } else {
+      // Do not retry on every batch: wait an interval (at least a minute) first.
+      st.snapshot_backoff_until =
+          steady::now() + std::max<steady::duration>(
+                              std::chrono::minutes(1),
+                              std::chrono::duration_cast<steady::duration>(st.snap.interval));
+    }
+    log_snapshot(r);
+    for (auto& w : st.jobs.front().waiters) w.deliver(r);
+    finish_job(self);
+  };
+  self->request(s.writer, caf::infinite, snapwrite_atom::value, std::move(sj))
+      .then([=](snapshot_report& r) { finished(r); },
+            [=](caf::error& err) {
+              snapshot_report r;
+              r.covering_seq = self->state.last_applied_seq;
+              r.error = "snapshot writer: " + caf::to_string(err);
+              finished(r);
+            });
+}
+
+/// Drained: tell every tenant to hold its LFU credits, then run the front job.
+void start_job(coordinator_pointer self) {
+  auto& s = self->state;
+  s.now = phase::quiet;
+  s.holds_pending = s.tenants.size();
+  if (s.holds_pending == 0) {
+    run_job(self);
+    return;
+  }
+  for (auto& [_, t] : s.tenants) {
+    self->request(t.first, caf::infinite, hold_atom::value).then([=](bool) {
+      if (--self->state.holds_pending == 0) run_job(self);
+    });
+  }
+}
+
+void queue_snapshot(coordinator_pointer self, caf::typed_response_promise<snapshot_report>* waiter) {
+  auto& s = self->state;
+  // A snapshot that has not started yet serves every request made before it starts.
+  for (std::size_t i = 0; i < s.jobs.size(); ++i) {
+    const bool started = i == 0 && s.now == phase::quiet;
+    if (s.jobs[i].snapshot && !started) {
+      if (waiter) s.jobs[i].waiters.push_back(*waiter);
+      return;
+    }
+  }
+  quiet_job job;
+  job.snapshot = true;
+  if (waiter) job.waiters.push_back(*waiter);
+  s.jobs.push_back(std::move(job));
+}
+
+/// Dispatches one queued item; false when dispatch must stop (a barrier was entered).
+bool dispatch_front(coordinator_pointer self) {
+  auto& s = self->state;
+  queued& q = s.queue.front();
+  runtime_shared& sh = *s.sh;
+  if (q.probe) {
+    auto& t = ensure_tenant(self, std::string(index::reserved_tenant));
+    sh.inflight.fetch_add(1);
+    self->send(t, probe_atom::value, std::move(q.probe));
+    s.queue.pop_front();
+    return true;
+  }
+  tenant_record& r = q.record;
+  auto& payload = r.rec.payload;
+  if (auto* u = std::get_if<index::cache_state_update>(&payload)) {
+    auto& t = ensure_tenant(self, u->tenant_id);
+    const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u);
+    const std::int64_t cap = sh.options.max_entries;
+    // Far from the cap (even if every update in flight adds all it names) no update can
+    // trigger it, so tenants apply concurrently. Otherwise — and whenever the index is
+    // already over the cap, e.g. after a restart with a lower cap — this update is applied
+    // alone and the cap merged over the tenants, as the serial replay does.
+    if (cap > 0 && sh.pending_growth.load() + sh.facts->nonreserved_entries.load() + growth > cap) {
+      if (!sh.drained_now()) {
+        s.now = phase::draining;
+        return false;
+      }
+      r.exclusive = true;
+      s.now = phase::exclusive;
+      sh.inflight.fetch_add(1);
+      s.last_applied_seq = r.seq;
+      self->send(t, apply_atom::value, std::move(r));
+      s.queue.pop_front();
+      return false;
+    }
+    r.growth = growth;
+    sh.pending_growth.fetch_add(growth);
+    sh.inflight.fetch_add(1);
+    s.last_applied_seq = r.seq;
+    self->send(t, apply_atom::value, std::move(r));
+  } else if (auto* e = std::get_if<index::cache_event>(&payload)) {
+    auto it = s.tenants.find(e->tenant_id);
+    s.last_applied_seq = r.seq;
+    if (it == s.tenants.end()) {
+      ack(r);  // nothing of this tenant is held
+    } else {
+      sh.inflight.fetch_add(1);
+      self->send(it->second.first, apply_atom::value, std::move(r));
+    }
+  } else if (auto* p = std::get_if<proto::policy_record>(&payload)) {
+    // Drain first: no tenant is then mid-sweep (which would defer the change), so every
+    // tenant installs it from its mailbox before any lookup sent after the push's 204.
+    if (!sh.drained_now()) {
+      s.now = phase::draining;
+      return false;
+    }
+    s.now = phase::policy;
+    policy_change change{std::move(p->canonical_json), tenant_actors(s)};
+    auto rec = std::make_shared<tenant_record>(std::move(r));
+    s.queue.pop_front();
+    self->request(s.policy, caf::infinite, policy_atom::value, std::move(change))
+        .then([=](policy_reply& reply) {
+          auto& st = self->state;
+          if (!reply.ok)
+            spdlog::error("journal record {} not applied: {}", rec->seq, reply.error);
+          st.policies = reply.policies;
+          st.last_applied_seq = rec->seq;
+          ack(*rec);
+          st.now = phase::running;
+          pump(self);
+        });
+    return false;
+  } else {
+    const index::micros at = r.rec.applied_at_us;
+    for (auto& [_, t] : s.tenants) {
+      sh.inflight.fetch_add(1);
+      self->send(t.first, sweep_atom::value, sweep_order{at});
+    }
+    s.last_applied_seq = r.seq;
+  }
+  s.queue.pop_front();
+  return true;
+}
+
+void pump(coordinator_pointer self) {
+  auto& s = self->state;
+  while (s.now == phase::running) {
+    if (!s.jobs.empty()) {
+      if (!s.sh->drained_now()) {
+        s.now = phase::draining;
+        return;
+      }
+      start_job(self);
+      return;
+    }
+    if (s.queue.empty()) return;
+    if (!dispatch_front(self)) return;
+  }
+}
+
+/// Queues a periodic snapshot when enough records or enough time passed.
+void maybe_snapshot(coordinator_pointer self) {
+  auto& s = self->state;
+  if (snapshot_pending(s) || !s.writer) return;
+  const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
+  const bool due = fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
+                                 (s.snap.interval.count() > 0 &&
+                                  steady::now() - s.last_snapshot_at >= s.snap.interval));
+  if (due && steady::now() >= s.snapshot_backoff_until) queue_snapshot(self, nullptr);
+}
+
+coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coordinator_config cfg) {
+  fail_fast_on_exceptions(self, "coordinator");
+  static_cast<coordinator_config&>(self->state) = std::move(cfg);
+  return {
+      [=](apply_atom, committed_batch& batch) {
+        auto& s = self->state;
+        for (auto& item : batch.items) {
+          std::string error;
+          auto rec = proto::decode_record(item.kind, item.bytes, &error);
+          if (!rec) {
+            spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
+            if (item.sink) item.sink->on_applied(item.slot, append_result{true, "", item.seq});
+            continue;
+          }
+          queued q;
+          q.record = tenant_record{item.seq, std::move(*rec), std::move(item.sink), item.slot};
+          s.queue.push_back(std::move(q));
+        }
+        pump(self);
+        maybe_snapshot(self);
+        pump(self);
+      },
+      [=](drained_atom) {
+        auto& s = self->state;
+        if (s.now != phase::draining) return;
+        s.now = phase::running;
+        pump(self);
+      },
+      [=](exclusive_done_atom, exclusive_done& done) { on_exclusive_done(self, done); },
+      [=](probe_atom, probe_call_ptr& call) {
+        queued q;
+        q.probe = std::move(call);
+        self->state.queue.push_back(std::move(q));
+        pump(self);
+      },
+      [=](snapnow_atom) -> caf::result<snapshot_report> {
+        auto& s = self->state;
+        if (!s.writer) {
+          snapshot_report r;
+          r.ok = true;
+          r.skipped = true;
+          return r;
+        }
+        auto rp = self->make_response_promise<snapshot_report>();
+        queue_snapshot(self, &rp);
+        pump(self);
+        return rp;
+      },
+      [=](read_atom, read_job& job) {
+        quiet_job q;
+        q.read = std::move(job);
+        self->state.jobs.push_back(std::move(q));
+        pump(self);
+      },
+  };
+}
+
+}  // namespace
+
+coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg) {
+  return sys.spawn(coordinator_impl, std::move(cfg));
+}
+
+}  // namespace ic::actors

@@ -1,0 +1,106 @@
+// The journal actor: group commit. Appends queued inputs in batches, refuses them with
+// JOURNAL_UNAVAILABLE on a write error (resuming by itself), hands committed batches to the
+// coordinator, and journals the periodic TTL sweep.
+#include "actors/spawn.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <caf/all.hpp>
+
+#include "actors/fail_fast.hpp"
+#include "proto/record_codec.hpp"
+
+namespace ic::actors {
+namespace {
+
+struct journal_actor_state {
+  journal::log* log = nullptr;
+  coordinator_actor coordinator;
+  runtime_probe* probe = nullptr;
+  std::vector<append_msg> pending;
+  bool flush_scheduled = false;
+  bool unavailable = false;
+  std::chrono::nanoseconds sweep_interval{};
+};
+
+/// Records per journal write; a longer queue is written in several groups.
+constexpr std::size_t max_group_records = 4096;
+
+journal_actor::behavior_type journal_actor_impl(
+    journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log,
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
+  fail_fast_on_exceptions(self, "journal");
+  self->state.log = log;
+  self->state.coordinator = coordinator;
+  self->state.probe = probe;
+  self->state.sweep_interval = sweep_interval;
+  self->delayed_send(self, sweep_interval, sweep_atom::value);
+  auto schedule_flush = [self] {
+    if (!self->state.flush_scheduled) {
+      self->state.flush_scheduled = true;
+      self->send(self, flush_atom::value);
+    }
+  };
+  return {
+      [=](append_atom, append_msg& msg) {
+        self->state.pending.push_back(std::move(msg));
+        schedule_flush();
+      },
+      [=](flush_atom) {
+        auto& s = self->state;
+        s.flush_scheduled = false;
+        if (s.pending.empty()) return;
+        const std::size_t n = std::min(s.pending.size(), max_group_records);
+        const index::micros now = now_micros();
+        std::vector<std::string> bytes(n);
+        std::vector<journal::record_in> records(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          bytes[i] = proto::encode_record(s.pending[i].kind, now, s.pending[i].payload);
+          records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
+        }
+        if (s.unavailable) s.log->resume();
+        auto first = s.log->append(records);
+        if (s.probe) s.probe->on_journal_write(first.ok(), n);
+        if (!first.ok()) {
+          if (!s.unavailable)
+            spdlog::error("journal unavailable: {}", first.status().to_string());
+          s.unavailable = true;
+          for (std::size_t i = 0; i < n; ++i) {
+            if (s.pending[i].sink)
+              s.pending[i].sink->on_applied(
+                  s.pending[i].slot, append_result{false, ack_reason::journal_unavailable, 0});
+          }
+        } else {
+          if (s.unavailable) spdlog::info("journal available again");
+          s.unavailable = false;
+          committed_batch batch;
+          batch.items.reserve(n);
+          for (std::size_t i = 0; i < n; ++i) {
+            batch.items.push_back(committed{first.value() + i,
+                                            static_cast<std::uint32_t>(s.pending[i].kind),
+                                            std::move(bytes[i]), std::move(s.pending[i].sink),
+                                            s.pending[i].slot});
+          }
+          self->send(s.coordinator, apply_atom::value, std::move(batch));
+        }
+        s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
+        if (!s.pending.empty()) schedule_flush();
+      },
+      [=](sweep_atom) {
+        self->state.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
+        schedule_flush();
+        self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
+      },
+  };
+}
+
+}  // namespace
+
+journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
+                                  coordinator_actor coordinator, runtime_probe* probe,
+                                  std::chrono::nanoseconds sweep_interval) {
+  return sys.spawn<caf::detached>(journal_actor_impl, log, coordinator, probe, sweep_interval);
+}
+
+}  // namespace ic::actors

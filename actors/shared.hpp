@@ -1,0 +1,100 @@
+// What the runtime's actors share besides messages (runtime_shared): the coordinator's
+// in-flight gauge and headroom reservation, the cross-tenant totals, the event bus, the
+// published policy set and the tenant directory. Internal to actors/.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <caf/send.hpp>
+
+#include "actors/deadline_timer.hpp"
+#include "actors/event_bus.hpp"
+#include "actors/messages.hpp"
+#include "actors/protocol.hpp"
+#include "index/cache_index.hpp"
+#include "state/tenant_state.hpp"
+
+namespace ic::actors {
+
+/// Returns the wall clock in Unix µs (the time records are stamped with).
+inline index::micros now_micros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The policy set in force, for callers that need a tenant's budget before asking (the
+/// policy actor publishes every change here).
+struct policy_cell {
+  state::policy_ptr store;
+  state::policy_ptr get() const { return std::atomic_load(&store); }
+  void publish(state::policy_ptr p) { std::atomic_store(&store, std::move(p)); }
+};
+
+/// Tenant name -> tenant actor, for the gateway's asks (written by the coordinator).
+class tenant_directory {
+ public:
+  std::optional<tenant_actor> find(const std::string& tenant) const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    auto it = map_.find(tenant);
+    if (it == map_.end()) return std::nullopt;
+    return it->second;
+  }
+  void add(const std::string& tenant, tenant_actor a) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    map_.emplace(tenant, std::move(a));
+  }
+  std::vector<tenant_actor> all() const {
+    std::shared_lock<std::shared_mutex> g(mu_);
+    std::vector<tenant_actor> out;
+    for (const auto& [_, a] : map_) out.push_back(a);
+    return out;
+  }
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<std::string, tenant_actor> map_;
+};
+
+/// What the actors share besides messages: the in-flight gauge of the coordinator's
+/// dispatch, the cross-tenant totals, the event bus and the metrics probe.
+struct runtime_shared {
+  /// Records dispatched to tenant actors and not yet applied.
+  std::atomic<std::int64_t> inflight{0};
+  /// Entries those records may still add (the global cap's headroom reservation).
+  std::atomic<std::int64_t> pending_growth{0};
+  /// Set by the coordinator while it waits for `inflight` to reach 0.
+  std::atomic<bool> wants_drain{false};
+  coordinator_actor coordinator;
+  std::shared_ptr<index::shared_facts> facts;
+  event_bus bus;
+  policy_cell policies;
+  tenant_directory directory;
+  runtime_probe* probe = nullptr;
+  deadline_timer* timer = nullptr;
+  std::chrono::milliseconds test_delay{0};
+  state::state_options options;
+
+  /// A tenant finished one dispatched record (after its effects are in the totals).
+  void finished_one(std::int64_t growth) {
+    if (growth != 0) pending_growth.fetch_sub(growth);
+    if (inflight.fetch_sub(1) == 1 && wants_drain.exchange(false))
+      caf::anon_send(coordinator, drained_atom::value);
+  }
+  /// True when nothing is in flight; otherwise `drained()` reaches the coordinator later.
+  bool drained_now() {
+    if (inflight.load() == 0) return true;
+    wants_drain.store(true);
+    return inflight.load() == 0 && wants_drain.exchange(false);
+  }
+};
+
+}  // namespace ic::actors

@@ -1,0 +1,62 @@
+// How each actor kind of the runtime is started (internal to actors/; runtime.cpp wires
+// them, the coordinator spawns tenant actors on a tenant's first record). One file per
+// actor kind implements its behaviour: snapshot_actor.cpp, policy_actor.cpp,
+// tenant_actor.cpp, coordinator.cpp, journal_actor.cpp.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <caf/actor_system.hpp>
+
+#include "actors/protocol.hpp"
+#include "actors/shared.hpp"
+#include "journal/log.hpp"
+#include "state/tenant_state.hpp"
+
+namespace ic::actors {
+
+/// Spawns the snapshot writer (detached: it writes snapshots and runs frozen reads on its
+/// own thread), keeping the newest `keep` snapshots.
+snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::log* log, std::size_t keep);
+
+/// Spawns the policy actor (applies journaled policy pushes, broadcasts them to tenants).
+policy_actor spawn_policy_actor(caf::actor_system& sys, runtime_shared* sh);
+
+/// Spawns the actor that owns `st` from now on.
+tenant_actor spawn_tenant_actor(caf::actor_system& sys, std::shared_ptr<state::tenant_state> st,
+                                runtime_shared* sh);
+
+/// When the coordinator takes snapshots.
+struct snapshot_policy {
+  std::chrono::nanoseconds interval{};
+  std::uint64_t every_records = 0;
+};
+
+/// What the coordinator starts with.
+struct coordinator_config {
+  runtime_shared* sh = nullptr;
+  policy_actor policy;
+  snapshot_actor writer;
+  state::policy_ptr policies;
+  std::map<std::string, std::pair<tenant_actor, std::shared_ptr<state::tenant_state>>> tenants;
+  snapshot_policy snap;
+  std::uint64_t last_applied_seq = 0;
+  std::uint64_t last_snapshot_seq = 0;
+};
+
+/// Spawns the coordinator (journal order, the exact global cap, snapshots, quiescent reads).
+coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg);
+
+/// Spawns the journal actor (detached: group commit on its own thread); it journals a TTL
+/// sweep every `sweep_interval` and hands committed batches to `coordinator`.
+journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
+                                  coordinator_actor coordinator, runtime_probe* probe,
+                                  std::chrono::nanoseconds sweep_interval);
+
+}  // namespace ic::actors

@@ -1,0 +1,214 @@
+// The tenant actor: sole owner of one tenant's state::tenant_state. Applies its records,
+// sweeps in slices (answering lookups between them), answers lookups and GetCacheState,
+// takes part in the cap merge and in quiescent reads. Handlers delegate to tenant_state.
+#include "actors/spawn.hpp"
+
+#include <deque>
+#include <functional>
+#include <thread>
+
+#include <caf/all.hpp>
+
+#include "actors/fail_fast.hpp"
+
+namespace ic::actors {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+/// Key slots per TTL sweep slice (~0.3 ms); lookups are answered between slices.
+constexpr std::size_t sweep_slice_keys = 65536;
+
+struct tenant_actor_state {
+  std::shared_ptr<state::tenant_state> st;
+  runtime_shared* sh = nullptr;
+  index::change_log changes;
+  /// LFU credits wait here while a frozen read runs.
+  bool held = false;
+  std::vector<index::scored_replica> held_credits;
+  /// A sweep in slices; mutations that arrive meanwhile wait in `deferred`, in order.
+  bool sweeping = false;
+  index::cache_index::sweep_cursor cursor;
+  index::micros sweep_at = 0;
+  index::sweep_result sweep_result;
+  std::deque<std::function<void()>> deferred;
+};
+
+using tenant_pointer = tenant_actor::stateful_pointer<tenant_actor_state>;
+
+index::change_log* change_sink(tenant_actor_state& s) {
+  s.changes.clear();
+  if (!s.sh->bus.active()) return nullptr;
+  s.sh->bus.prune(s.sh->probe);
+  return s.sh->bus.active() ? &s.changes : nullptr;
+}
+
+void publish(tenant_actor_state& s) {
+  if (s.changes.empty()) return;
+  s.sh->bus.publish(s.changes, s.sh->probe);
+  if (s.changes.capacity() > (std::size_t{1} << 16)) index::change_log().swap(s.changes);
+  s.changes.clear();
+}
+
+void run_deferred(tenant_actor_state& s) {
+  while (!s.sweeping && !s.deferred.empty()) {
+    auto work = std::move(s.deferred.front());
+    s.deferred.pop_front();
+    work();
+  }
+}
+
+void apply_record(tenant_pointer self, tenant_record& r) {
+  auto& s = self->state;
+  index::change_log* changes = change_sink(s);
+  append_result ack;
+  ack.seq = r.seq;
+  index::ingest_result ingest;
+  index::micros ts = r.rec.applied_at_us;
+  if (auto* u = std::get_if<index::cache_state_update>(&r.rec.payload)) {
+    ingest = s.st->ingest(*u, r.rec.applied_at_us, changes);
+    if (u->timestamp_us != 0) ts = u->timestamp_us;
+  } else if (auto* e = std::get_if<index::cache_event>(&r.rec.payload)) {
+    s.st->apply_event(*e, r.rec.applied_at_us, changes);
+  }
+  publish(s);
+  if (r.exclusive) {
+    // The coordinator runs the global cap, then answers the sink and the metrics.
+    self->send(s.sh->coordinator, exclusive_done_atom::value, exclusive_done{std::move(r), ingest, ts});
+    s.sh->finished_one(0);
+    return;
+  }
+  if (s.sh->probe && std::holds_alternative<index::cache_state_update>(r.rec.payload))
+    s.sh->probe->on_ingest(s.st->tenant(), ingest);
+  ack.reason_code = std::string(ingest.first_drop_reason);
+  if (r.sink) r.sink->on_applied(r.slot, ack);
+  s.sh->finished_one(r.growth);
+}
+
+void sweep_slice(tenant_pointer self) {
+  auto& s = self->state;
+  index::change_log* changes = change_sink(s);
+  const bool done = s.st->sweep_step(s.sweep_at, s.cursor, sweep_slice_keys, changes, s.sweep_result);
+  publish(s);
+  if (!done) {
+    self->send(self, sweep_more_atom::value);
+    return;
+  }
+  s.sweeping = false;
+  if (s.sh->probe) s.sh->probe->on_sweep(s.sweep_result);
+  s.sh->finished_one(0);
+  run_deferred(s);
+}
+
+void start_sweep(tenant_pointer self, index::micros at) {
+  auto& s = self->state;
+  s.sweeping = true;
+  s.cursor = {};
+  s.sweep_at = at;
+  s.sweep_result = {};
+  sweep_slice(self);
+}
+
+void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& credit) {
+  if (credit.empty()) return;
+  if (s.held) {
+    s.held_credits.insert(s.held_credits.end(), std::make_move_iterator(credit.begin()),
+                          std::make_move_iterator(credit.end()));
+  } else {
+    s.st->credit(credit);
+  }
+}
+
+tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_ptr<state::tenant_state> st,
+                                              runtime_shared* sh) {
+  fail_fast_on_exceptions(self, "tenant");
+  self->state.st = std::move(st);
+  self->state.sh = sh;
+  return {
+      [=](apply_atom, tenant_record& r) {
+        if (self->state.sweeping) {
+          auto held = std::make_shared<tenant_record>(std::move(r));
+          self->state.deferred.emplace_back([self, held] { apply_record(self, *held); });
+          return;
+        }
+        apply_record(self, r);
+      },
+      [=](sweep_atom, sweep_order order) {
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back([self, order] { start_sweep(self, order.at); });
+          return;
+        }
+        start_sweep(self, order.at);
+      },
+      [=](sweep_more_atom) { sweep_slice(self); },
+      [=](policy_atom, state::policy_ptr& p) {
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back([self, p] { self->state.st->set_policies(p); });
+          return;
+        }
+        self->state.st->set_policies(std::move(p));
+      },
+      [=](probe_atom, probe_call_ptr& call) {
+        auto run = [self, call] {
+          call->done(self->state.st->probe(call->request, now_micros()));
+          self->state.sh->finished_one(0);
+        };
+        if (self->state.sweeping) {
+          self->state.deferred.emplace_back(run);
+          return;
+        }
+        run();
+      },
+      [=](lookup_atom, lookup_call_ptr& call) {
+        if (call->claimed.load()) return;  // the deadline answered already
+        auto& s = self->state;
+        if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
+        const auto deadline = call->deadline;
+        state::lookup_outcome out =
+            s.st->decide(call->question, now_micros(), [deadline] { return steady::now() > deadline; });
+        if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
+        // The timer keeps the call until its deadline: keep only the shell there.
+        call->question = {};
+        s.sh->timer->note_settled();
+        std::exchange(call->done, nullptr)(std::move(out.response));
+        give_credit(s, out.credit);
+      },
+      [=](cache_state_atom, state_call_ptr& call) {
+        if (call->claimed.load()) return;
+        auto view = self->state.st->cache_state(call->question);
+        if (!call->claim()) return;
+        self->state.sh->timer->note_settled();
+        std::exchange(call->done, nullptr)(std::move(view));
+      },
+      [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },
+      [=](capevict_atom, const cap_order& order) {
+        auto& s = self->state;
+        index::change_log* changes = change_sink(s);
+        index::ingest_result r;
+        s.st->evict_cap(order.bound, order.max, order.ts, changes, r);
+        publish(s);
+        return cap_evicted{r.cap_evicted_lru, r.cap_evicted_lfu, s.st->cap_victim()};
+      },
+      [=](hold_atom) {
+        self->state.held = true;
+        return true;
+      },
+      [=](release_atom) {
+        auto& s = self->state;
+        s.held = false;
+        if (!s.held_credits.empty()) {
+          s.st->credit(s.held_credits);
+          s.held_credits.clear();
+        }
+      },
+  };
+}
+
+}  // namespace
+
+tenant_actor spawn_tenant_actor(caf::actor_system& sys, std::shared_ptr<state::tenant_state> st,
+                                runtime_shared* sh) {
+  return sys.spawn(tenant_actor_impl, std::move(st), sh);
+}
+
+}  // namespace ic::actors
