@@ -95,28 +95,26 @@ void finish_exclusive(coordinator_pointer self) {
   pump(self);
 }
 
-/// One step of the cap merge: the tenant whose next victim is first evicts while it stays
-/// before every other tenant's next victim (the order of state::enforce_cap in state::tenant_state.cpp).
+/// One step of the cap merge (index::pick_cap_step, as state::enforce_cap runs it on replay):
+/// the tenant whose next victim is first evicts while it stays before every other tenant's.
 void evict_next(coordinator_pointer self) {
   auto& s = self->state;
   const std::int64_t excess = state::cap_excess(*s.sh->facts, s.sh->options.max_entries);
-  const std::string* best = nullptr;
-  std::optional<index::cap_head> bound;
+  std::vector<std::optional<index::cap_head>> heads;
+  std::vector<const std::string*> names;
+  heads.reserve(s.heads.size());
+  names.reserve(s.heads.size());
   for (const auto& [name, h] : s.heads) {
-    if (!h) continue;
-    if (best == nullptr || index::cap_before(*h, *s.heads[*best])) {
-      if (best != nullptr && (!bound || index::cap_before(*s.heads[*best], *bound)))
-        bound = s.heads[*best];
-      best = &name;
-    } else if (!bound || index::cap_before(*h, *bound)) {
-      bound = h;
-    }
+    heads.push_back(h);
+    names.push_back(&name);
   }
-  if (excess <= 0 || best == nullptr) {
+  const index::cap_step step = index::pick_cap_step(heads);
+  if (excess <= 0 || step.best == index::cap_step::none) {
     finish_exclusive(self);
     return;
   }
-  const std::string name = *best;
+  const std::string name = *names[step.best];
+  const std::optional<index::cap_head> bound = step.bound;
   self->request(s.tenants[name].first, caf::infinite, capevict_atom::value,
                 cap_order{bound, excess, s.excl->ts})
       .then([=](cap_evicted& e) {

@@ -15,16 +15,14 @@ policy_actor::behavior_type policy_actor_impl(policy_actor::pointer self, runtim
   return {
       [=](policy_atom, policy_change& change) -> policy_reply {
         policy_reply reply;
-        auto set = policy::policy_store::from_bytes(change.canonical_json);
-        if (!set.has_value()) {
+        auto next = state::apply_policy_record(*sh->policies.get(), change.canonical_json);
+        if (!next.has_value()) {
           reply.ok = false;
-          reply.error = set.error();
+          reply.error = next.error();
           reply.policies = sh->policies.get();
           return reply;
         }
-        auto next = std::make_shared<policy::policy_store>(*sh->policies.get());
-        next->apply(set.value());
-        reply.policies = std::move(next);
+        reply.policies = std::move(next).value();
         // Tenants hear of it before the coordinator dispatches anything newer (it waits for
         // this reply), so every tenant applies the change in journal order.
         for (auto& t : change.tenants) self->send(t, policy_atom::value, reply.policies);

@@ -76,9 +76,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ropts.journal_dir = options.journal_dir;
   ropts.fsync = options.fsync;
   ropts.journal_env = options.journal_env;
-  ropts.state.max_entries = options.max_entries;
-  ropts.state.default_ttl = options.default_ttl;
-  ropts.state.block_size = options.block_size;
+  ropts.state = options.state;
   auto rec = state::recover(ropts, now_micros(), error);
   if (!rec) return nullptr;
   if (info) *info = rec->info;

@@ -60,14 +60,10 @@ struct runtime_options {
   std::string journal_dir;
   /// `--journal-fsync`. Default false.
   bool fsync = false;
-  /// `--max-index-entries`. Default 1,000,000; 0 = unbounded.
-  std::int64_t max_entries = 1'000'000;
-  /// `--default-ttl`. Default 30 min.
-  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  /// `--max-index-entries`, `--default-ttl`, `--engine-block-size` (defaults: state_options).
+  state::state_options state;
   /// `--sweep-interval`. Default 1 min.
   std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
-  /// `--engine-block-size`. Default 16.
-  int block_size = 16;
   /// CAF worker threads; 0 = one per core (at least 2). Default 0.
   std::size_t workers = 0;
   /// CAF scheduler. Default `sharing`.

@@ -308,7 +308,7 @@ TEST_F(RuntimeTest, SnapshotNowCoversEverythingAppliedEvenWhileAPeriodicOneRuns)
 }
 
 TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
-  opts_.max_entries = 2;
+  opts_.state.max_entries = 2;
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
@@ -333,7 +333,7 @@ TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
 }
 
 TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
-  opts_.default_ttl = std::chrono::seconds(5);
+  opts_.state.default_ttl = std::chrono::seconds(5);
   opts_.sweep_interval = std::chrono::milliseconds(100);
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
@@ -372,7 +372,7 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
 // (headroom dispatch, exclusive updates with the cap merged over the tenants' orders, events,
 // sweeps) must end in exactly the state a serial replay of the same journal rebuilds.
 TEST_F(RuntimeTest, ManyTenantsUnderACapMatchTheSerialReplayOfTheJournal) {
-  opts_.max_entries = 60;
+  opts_.state.max_entries = 60;
   opts_.snapshot_on_stop = false;
   opts_.snapshot_every_records = 0;
   std::string err;

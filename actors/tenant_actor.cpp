@@ -63,14 +63,9 @@ void apply_record(tenant_pointer self, tenant_record& r) {
   index::change_log* changes = change_sink(s);
   append_result ack;
   ack.seq = r.seq;
-  index::ingest_result ingest;
-  index::micros ts = r.rec.applied_at_us;
-  if (auto* u = std::get_if<index::cache_state_update>(&r.rec.payload)) {
-    ingest = s.st->ingest(*u, r.rec.applied_at_us, changes);
-    if (u->timestamp_us != 0) ts = u->timestamp_us;
-  } else if (auto* e = std::get_if<index::cache_event>(&r.rec.payload)) {
-    s.st->apply_event(*e, r.rec.applied_at_us, changes);
-  }
+  state::apply_outcome out = s.st->apply(r.rec, changes);  // as tenant_set::apply replays it
+  const index::ingest_result& ingest = out.ingest;
+  const index::micros ts = out.cap_ts;
   publish(s);
   if (r.exclusive) {
     // The coordinator runs the global cap, then answers the sink and the metrics.

@@ -76,7 +76,7 @@ std::size_t affinity_index(std::string_view seed, std::size_t n) {
 // ------------------------------------------------------------------------------ cache_index
 
 cache_index::cache_index(index_options options) : options_(options) {
-  if (options_.default_ttl.count() <= 0) options_.default_ttl = std::chrono::minutes(30);
+  if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
   default_policy_.eviction_ttl = options_.default_ttl;
 }
 
@@ -163,7 +163,7 @@ ingest_result cache_index::ingest(const cache_state_update& update, micros now, 
     return result;
   }
   facts_guard guard(*this);
-  const micros ts = update.timestamp_us == 0 ? now : update.timestamp_us;
+  const micros ts = effective_time(update, now);
   tenant_partition& p = partition(update.tenant_id);
   p.ingest(update, ts, changes, result);
   p.enforce_quota(ts, changes, result);
@@ -171,10 +171,31 @@ ingest_result cache_index::ingest(const cache_state_update& update, micros now, 
   return result;
 }
 
+bool cap_before(std::uint32_t count, micros last_seen, std::string_view tenant,
+                const cap_head& b) {
+  if (count != b.count) return count < b.count;
+  if (last_seen != b.last_seen) return last_seen < b.last_seen;
+  return tenant < std::string_view(b.tenant);
+}
+
 bool cap_before(const cap_head& a, const cap_head& b) {
-  if (a.count != b.count) return a.count < b.count;
-  if (a.last_seen != b.last_seen) return a.last_seen < b.last_seen;
-  return a.tenant < b.tenant;
+  return cap_before(a.count, a.last_seen, a.tenant, b);
+}
+
+cap_step pick_cap_step(const std::vector<std::optional<cap_head>>& heads) {
+  cap_step step;
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const auto& h = heads[i];
+    if (!h) continue;
+    if (step.best == cap_step::none || cap_before(*h, *heads[step.best])) {
+      if (step.best != cap_step::none && (!step.bound || cap_before(*heads[step.best], *step.bound)))
+        step.bound = heads[step.best];
+      step.best = i;
+    } else if (!step.bound || cap_before(*h, *step.bound)) {
+      step.bound = h;
+    }
+  }
+  return step;
 }
 
 tenant_partition* cache_index::next_cap_victim(cap_candidate& victim) {
@@ -199,16 +220,8 @@ std::int64_t cache_index::evict_cap_impl(const cap_head* bound, std::int64_t max
     cap_candidate c;
     tenant_partition* best = next_cap_victim(c);
     if (best == nullptr) break;
-    if (bound != nullptr) {
-      // Stop unless (count, last_seen, tenant) sorts strictly before the bound.
-      if (c.count != bound->count) {
-        if (c.count > bound->count) break;
-      } else if (c.last_seen != bound->last_seen) {
-        if (c.last_seen > bound->last_seen) break;
-      } else if (!(std::string_view(best->name()) < std::string_view(bound->tenant))) {
-        break;
-      }
-    }
+    // Stop unless (count, last_seen, tenant) sorts strictly before the bound.
+    if (bound != nullptr && !cap_before(c.count, c.last_seen, best->name(), *bound)) break;
     const bool lfu = best->policy().eviction == policy::eviction_mode::lfu;
     best->evict_cap_victim(c, ts, changes);
     ++(lfu ? result.cap_evicted_lfu : result.cap_evicted_lru);
@@ -272,7 +285,7 @@ event_result cache_index::apply_event(const cache_event& event, micros now, chan
       type != event_type::all_cleared) {
     return result;
   }
-  const micros ts = event.timestamp_us == 0 ? now : event.timestamp_us;
+  const micros ts = effective_time(event, now);
   tenant_partition* p = find_partition(event.tenant_id);
   if (p == nullptr) {
     // Nothing of this tenant is held: no entry to remove, no stats row to refresh.

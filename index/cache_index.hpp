@@ -61,7 +61,7 @@ struct index_options {
   /// Global cap on non-reserved (key × replica) entries; 0 = unbounded. Default 1,000,000.
   std::int64_t max_entries = 1'000'000;
   /// TTL of tenants without a policy (`set_tenant_policy`). Default 30 min.
-  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  std::chrono::nanoseconds default_ttl = policy::default_ttl;
   /// Pressure weight w in clamp(1 − w·p, 0, 1). Default 1.0.
   float pressure_weight = 1.0f;
   /// TTFT below which (and above 0) an SLO is tight. Default 200 ms.
@@ -167,6 +167,22 @@ struct cap_head {
 };
 /// Returns true when `a` is evicted before `b` (count, then last_seen, then tenant name).
 bool cap_before(const cap_head& a, const cap_head& b);
+/// Same, for a victim given by its parts (no tenant-name copy on the eviction loop).
+bool cap_before(std::uint32_t count, micros last_seen, std::string_view tenant, const cap_head& b);
+
+/// One step of the §4.6 cap merge over several indexes (spec: the index whose next victim
+/// is first evicts while its next victim stays before every other index's next victim).
+struct cap_step {
+  static constexpr std::size_t none = static_cast<std::size_t>(-1);
+  /// Position (in `heads`) of the index that evicts next; `none` when no index has a victim.
+  std::size_t best = none;
+  /// The first of the other indexes' next victims: `evict_cap`'s bound (nullopt = none).
+  std::optional<cap_head> bound;
+};
+/// Picks the next cap-merge step from every index's next victim (`cap_victim()`, nullopt =
+/// none). The one rule of the merge: `state::enforce_cap` (replay) and the coordinator
+/// actor (live, by messages) both call it.
+cap_step pick_cap_step(const std::vector<std::optional<cap_head>>& heads);
 
 /// Memory accounting of the index's own data structures (bytes, approximate).
 struct memory_breakdown {

@@ -655,5 +655,25 @@ TEST(ShardedIndex, DefaultOptionsKeepOwnFactsAndInternalCap) {
             lookup_strategy::unknown_tenant);
 }
 
+TEST(CapMerge, PickCapStepEvictsFromTheFirstVictimBoundedByTheNextOtherIndex) {
+  // heads: index 0 (count 1, t=5), index 1 none, index 2 (count 0, t=9), index 3 (count 0, t=7)
+  std::vector<std::optional<cap_head>> heads = {
+      cap_head{1, 5, "a"}, std::nullopt, cap_head{0, 9, "c"}, cap_head{0, 7, "d"}};
+  cap_step step = pick_cap_step(heads);
+  EXPECT_EQ(step.best, 3u);
+  ASSERT_TRUE(step.bound.has_value());
+  EXPECT_EQ(step.bound->tenant, "c");
+  // Equal (count, last_seen): the tenant name decides.
+  step = pick_cap_step({cap_head{0, 7, "z"}, cap_head{0, 7, "b"}});
+  EXPECT_EQ(step.best, 1u);
+  EXPECT_EQ(step.bound->tenant, "z");
+  // One index with a victim: no bound; none at all: no step.
+  step = pick_cap_step({std::nullopt, cap_head{2, 1, "x"}});
+  EXPECT_EQ(step.best, 1u);
+  EXPECT_FALSE(step.bound.has_value());
+  EXPECT_EQ(pick_cap_step({std::nullopt}).best, cap_step::none);
+  EXPECT_EQ(pick_cap_step({}).best, cap_step::none);
+}
+
 }  // namespace
 }  // namespace ic::index

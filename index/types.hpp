@@ -94,6 +94,15 @@ struct cache_event {
   std::string adapter_id;
 };
 
+/// Returns the time an update or event takes effect: its own `timestamp_us`, or `at` (when
+/// it was applied) when that is 0 (spec/lookup.md §2.6, §2.7). The one place of this rule.
+inline micros effective_time(const cache_state_update& u, micros at) {
+  return u.timestamp_us == 0 ? at : u.timestamp_us;
+}
+inline micros effective_time(const cache_event& e, micros at) {
+  return e.timestamp_us == 0 ? at : e.timestamp_us;
+}
+
 /// `SLO` of a lookup request.
 struct slo {
   std::int32_t ttft_ms = 0;

@@ -60,6 +60,8 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.allow_windows_style_options(false);
 
   std::string log_format = "json";
+  // The flags' text defaults as --help shows them; they parse to server_config's typed
+  // defaults (ServerConfig.DefaultsMatchTheSpecWithInsecureAuth checks the parsed values).
   std::string default_ttl = "30m", sweep_interval = "1m", metrics_interval = "5s";
   std::string snapshot_interval = "10m";
   std::string allowed_sa;
@@ -101,7 +103,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--snapshot-interval", snapshot_interval,
                  "snapshot the index (and truncate the journal) this often; 0 = never by time")
       ->capture_default_str();
-  std::int64_t snapshot_every_records = 1000000;
+  auto snapshot_every_records = static_cast<std::int64_t>(cfg.snapshot_every_records);
   app.add_option("--snapshot-every-records", snapshot_every_records,
                  "snapshot after this many journal records; 0 = never by count")
       ->capture_default_str();
@@ -175,7 +177,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   if (cfg.tls_cert_file.empty() != cfg.tls_key_file.empty())
     return invalid("--tls-cert-file and --tls-key-file must be set together");
 
-  if (cfg.engine_block_size <= 0) cfg.engine_block_size = 16;
+  if (cfg.engine_block_size <= 0) cfg.engine_block_size = server_config{}.engine_block_size;
   if (cfg.max_index_entries < 0)
     return invalid("invalid --max-index-entries " + std::to_string(cfg.max_index_entries) +
                    ": want 0 (unbounded) or more");
@@ -191,10 +193,10 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
     std::chrono::nanoseconds fallback;
   };
   const duration_flag durations[] = {
-      {"--default-ttl", default_ttl, cfg.default_ttl, std::chrono::minutes(30)},
-      {"--sweep-interval", sweep_interval, cfg.sweep_interval, std::chrono::minutes(1)},
+      {"--default-ttl", default_ttl, cfg.default_ttl, server_config{}.default_ttl},
+      {"--sweep-interval", sweep_interval, cfg.sweep_interval, server_config{}.sweep_interval},
       {"--metrics-stream-interval", metrics_interval, cfg.metrics_stream_interval,
-       std::chrono::seconds(5)},
+       server_config{}.metrics_stream_interval},
   };
   for (const auto& d : durations) {
     auto parsed = ic::policy::parse_duration(d.text);

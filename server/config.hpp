@@ -11,6 +11,8 @@
 #include <string>
 #include <variant>
 
+#include "actors/runtime.hpp"
+
 namespace ic::server {
 
 /// Log line encoding (`--log-format`).
@@ -34,7 +36,7 @@ struct server_config {
   std::string tls_cert_file;
   std::string tls_key_file;
   /// `--engine-block-size`, default 16; non-positive values are ignored (keep 16).
-  int engine_block_size = 16;
+  int engine_block_size = actors::runtime_options{}.state.block_size;
   /// `--log-format`, default json.
   log_format format = log_format::json;
   /// `--log-level`, default "info": one of debug, info, warn, error.
@@ -49,19 +51,19 @@ struct server_config {
   /// `--policy-file`, default none: a /policy JSON body applied at startup.
   std::string policy_file;
   /// `--max-index-entries`, default 1000000: global (key x replica) cap; 0 = unbounded.
-  std::int64_t max_index_entries = 1000000;
+  std::int64_t max_index_entries = actors::runtime_options{}.state.max_entries;
   /// `--default-ttl`, default 30m: entry TTL when no policy sets one.
-  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
+  std::chrono::nanoseconds default_ttl = actors::runtime_options{}.state.default_ttl;
   /// `--sweep-interval`, default 1m: TTL sweep period.
-  std::chrono::nanoseconds sweep_interval = std::chrono::minutes(1);
+  std::chrono::nanoseconds sweep_interval = actors::runtime_options{}.sweep_interval;
   /// `--metrics-stream-interval`, default 5s: StreamMetrics push period.
   std::chrono::nanoseconds metrics_stream_interval = std::chrono::seconds(5);
   /// `--snapshot-interval`, default 10m: snapshot (then truncate the journal) this often when
   /// anything new was applied; 0 = never by time.
-  std::chrono::nanoseconds snapshot_interval = std::chrono::minutes(10);
+  std::chrono::nanoseconds snapshot_interval = actors::runtime_options{}.snapshot_interval;
   /// `--snapshot-every-records`, default 1000000: snapshot after this many journal records;
   /// 0 = never by count.
-  std::uint64_t snapshot_every_records = 1000000;
+  std::uint64_t snapshot_every_records = actors::runtime_options{}.snapshot_every_records;
   /// `--max-recv-message-bytes`, default 16 MiB: larger gRPC messages get RESOURCE_EXHAUSTED.
   int max_recv_message_bytes = 16 * 1024 * 1024;
 };

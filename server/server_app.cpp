@@ -256,10 +256,10 @@ struct server_app::impl {
     actors::runtime_options ro;
     ro.journal_dir = (std::filesystem::path(cfg.data_dir) / "journal").string();
     ro.fsync = cfg.journal_fsync;
-    ro.max_entries = cfg.max_index_entries;
-    ro.default_ttl = cfg.default_ttl;
+    ro.state.max_entries = cfg.max_index_entries;
+    ro.state.default_ttl = cfg.default_ttl;
     ro.sweep_interval = cfg.sweep_interval;
-    ro.block_size = cfg.engine_block_size;
+    ro.state.block_size = cfg.engine_block_size;
     ro.snapshot_interval = cfg.snapshot_interval;
     ro.snapshot_every_records = cfg.snapshot_every_records;
     std::string error;

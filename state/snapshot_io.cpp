@@ -92,17 +92,14 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
     if (chunk.size() != sizeof kMagic + 12 + len)
       return bad("snapshot header: policy length does not match the chunk");
     policy_json_.assign(chunk.data() + sizeof kMagic + 12, len);
-    auto set = policy::policy_store::from_bytes(policy_json_);
-    if (!set.has_value()) return bad("snapshot policy set: " + set.error());
-    auto store = std::make_shared<policy::policy_store>(options_.default_ttl);
-    store->apply(set.value());
-    set_->set_policies(std::move(store));
+    auto store = apply_policy_record(policy::policy_store(options_.default_ttl), policy_json_);
+    if (!store.has_value()) return bad("snapshot policy set: " + store.error());
+    set_->set_policies(std::move(store).value());
     version_ = version;
     if (version_ == 1) {
       // One combined index: loaded whole, split per tenant in finish().
-      index::index_options io;
-      io.max_entries = options_.max_entries;
-      io.default_ttl = options_.default_ttl;
+      index::index_options io = tenant_index_options(options_, nullptr);
+      io.external_cap = false;  // one combined index, never ingested into (split in finish())
       index_ = std::make_unique<index::cache_index>(io);
       loader_ = std::make_unique<index::snapshot_loader>(*index_);
     }

@@ -14,6 +14,15 @@ index::index_options tenant_index_options(const state_options& o, index::shared_
   return io;
 }
 
+policy::result<policy_ptr> apply_policy_record(const policy::policy_store& base,
+                                               std::string_view canonical_json) {
+  auto set = policy::policy_store::from_bytes(canonical_json);
+  if (!set.has_value()) return policy::error{set.error()};
+  auto next = std::make_shared<policy::policy_store>(base);
+  next->apply(set.value());
+  return policy_ptr(std::move(next));
+}
+
 std::int64_t max_growth(const index::cache_state_update& u) {
   std::int64_t n = 0;
   for (const auto& p : u.prefixes)
@@ -25,7 +34,7 @@ namespace {
 
 index::route_options route_options_of(const state_options& o) {
   index::route_options r;
-  r.block_size = o.block_size > 0 ? o.block_size : 16;
+  r.block_size = o.block_size > 0 ? o.block_size : index::default_block_size;
   return r;
 }
 
@@ -55,6 +64,23 @@ tenant_state::tenant_state(std::string tenant, std::unique_ptr<index::cache_inde
                            const state_options& options, policy_ptr policies)
     : tenant_(std::move(tenant)), index_(std::move(idx)), route_options_(route_options_of(options)) {
   set_policies(std::move(policies));
+}
+
+apply_outcome tenant_state::apply(const proto::decoded_record& record,
+                                  index::change_log* changes) {
+  apply_outcome out;
+  const index::micros at = record.applied_at_us;
+  out.cap_ts = at;
+  if (const auto* u = std::get_if<index::cache_state_update>(&record.payload)) {
+    out.ingest = ingest(*u, at, changes);
+    out.cap_ts = index::effective_time(*u, at);
+  } else if (const auto* e = std::get_if<index::cache_event>(&record.payload)) {
+    out.event = apply_event(*e, at, changes);
+  } else {
+    out.ok = false;
+    out.error = "not a per-tenant record";
+  }
+  return out;
 }
 
 index::ingest_result tenant_state::ingest(const index::cache_state_update& u, index::micros at,
@@ -120,23 +146,13 @@ std::int64_t cap_excess(const index::shared_facts& facts, std::int64_t max_entri
 void enforce_cap(const std::vector<tenant_state*>& tenants, const index::shared_facts& facts,
                  std::int64_t max_entries, index::micros ts, index::change_log* changes,
                  index::ingest_result& result) {
+  std::vector<std::optional<index::cap_head>> heads(tenants.size());
   for (std::int64_t excess = cap_excess(facts, max_entries); excess > 0;
        excess = cap_excess(facts, max_entries)) {
-    tenant_state* best = nullptr;
-    std::optional<index::cap_head> best_head, bound;
-    for (auto* t : tenants) {
-      auto h = t->cap_victim();
-      if (!h) continue;
-      if (!best_head || index::cap_before(*h, *best_head)) {
-        if (best_head && (!bound || index::cap_before(*best_head, *bound))) bound = best_head;
-        best = t;
-        best_head = std::move(h);
-      } else if (!bound || index::cap_before(*h, *bound)) {
-        bound = std::move(h);
-      }
-    }
-    if (best == nullptr) return;
-    if (best->evict_cap(bound, excess, ts, changes, result) == 0) return;
+    for (std::size_t i = 0; i < tenants.size(); ++i) heads[i] = tenants[i]->cap_victim();
+    const index::cap_step step = index::pick_cap_step(heads);
+    if (step.best == index::cap_step::none) return;
+    if (tenants[step.best]->evict_cap(step.bound, excess, ts, changes, result) == 0) return;
   }
 }
 
@@ -185,30 +201,26 @@ apply_outcome tenant_set::apply(const proto::decoded_record& record, index::chan
       [&](const auto& payload) {
         using T = std::decay_t<decltype(payload)>;
         if constexpr (std::is_same_v<T, index::cache_state_update>) {
-          tenant_state& t = get_or_create(payload.tenant_id);
-          out.ingest = t.ingest(payload, at, changes);
+          out = get_or_create(payload.tenant_id).apply(record, changes);
           if (cap_excess(*facts_, options_.max_entries) > 0) {
             std::vector<tenant_state*> all;
             for (auto& [_, x] : tenants_) all.push_back(x.get());
-            const index::micros ts = payload.timestamp_us == 0 ? at : payload.timestamp_us;
-            enforce_cap(all, *facts_, options_.max_entries, ts, changes, out.ingest);
+            enforce_cap(all, *facts_, options_.max_entries, out.cap_ts, changes, out.ingest);
           }
         } else if constexpr (std::is_same_v<T, index::cache_event>) {
           if (auto* t = find(payload.tenant_id)) {
-            out.event = t->apply_event(payload, at, changes);
+            out = t->apply(record, changes);
           } else {
             out.event.applied = true;  // nothing of this tenant is held
           }
         } else if constexpr (std::is_same_v<T, proto::policy_record>) {
-          auto set = policy::policy_store::from_bytes(payload.canonical_json);
-          if (!set.has_value()) {
+          auto next = apply_policy_record(*policies_, payload.canonical_json);
+          if (!next.has_value()) {
             out.ok = false;
-            out.error = set.error();
+            out.error = next.error();
             return;
           }
-          auto next = std::make_shared<policy::policy_store>(*policies_);
-          next->apply(set.value());
-          set_policies(std::move(next));
+          set_policies(std::move(next).value());
         } else {
           for (auto& [_, t] : tenants_) {
             index::cache_index::sweep_cursor cursor;

@@ -29,18 +29,9 @@
 #include "index/route_lookup.hpp"
 #include "index/types.hpp"
 #include "policy/policy_store.hpp"
+#include "state/options.hpp"
 
 namespace ic::state {
-
-/// Construction parameters (from the server's flags).
-struct state_options {
-  /// `--max-index-entries`; 0 = unbounded. Default 1,000,000.
-  std::int64_t max_entries = 1'000'000;
-  /// `--default-ttl`. Default 30 min.
-  std::chrono::nanoseconds default_ttl = std::chrono::minutes(30);
-  /// `--engine-block-size`. Default 16.
-  int block_size = 16;
-};
 
 /// What applying one record did.
 struct apply_outcome {
@@ -50,6 +41,8 @@ struct apply_outcome {
   index::ingest_result ingest;
   index::event_result event;
   index::sweep_result sweep;
+  /// The time the global cap an update may trigger runs at (its effective time).
+  index::micros cap_ts = 0;
 };
 
 /// A lookup's answer and the LFU credit it earns once delivered (empty unless PREFIX_MATCH
@@ -61,6 +54,12 @@ struct lookup_outcome {
 
 /// The policy set in force, shared read-only by every tenant (replaced, never mutated).
 using policy_ptr = std::shared_ptr<const policy::policy_store>;
+
+/// Returns `base` with a journaled policy push (its canonical JSON) applied, or the error
+/// when the bytes do not decode. The one policy-record rule: the policy actor (live), the
+/// replay (`tenant_set::apply`) and the snapshot loader (over an empty store) use it.
+policy::result<policy_ptr> apply_policy_record(const policy::policy_store& base,
+                                               std::string_view canonical_json);
 
 /// Returns the index options of one tenant's index: the global cap is left to the owner.
 index::index_options tenant_index_options(const state_options& o, index::shared_facts* shared);
@@ -82,6 +81,12 @@ class tenant_state {
 
   const std::string& tenant() const { return tenant_; }
 
+  /// Applies an update or event record of this tenant at its recorded time (ingest and
+  /// quota, or the event; not the global cap, which the owner merges over every tenant at
+  /// `cap_ts`). The one per-tenant application: the tenant actor (live) and
+  /// `tenant_set::apply` (replay) both call it. Policy and sweep records are not per-tenant
+  /// (`ok` false).
+  apply_outcome apply(const proto::decoded_record& record, index::change_log* changes);
   /// Applies an update (ingest and quota; not the global cap).
   index::ingest_result ingest(const index::cache_state_update& u, index::micros at,
                               index::change_log* changes,

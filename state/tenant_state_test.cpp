@@ -113,5 +113,29 @@ TEST(TenantSet, MaxGrowthCountsEveryKeyAnUpdateNames) {
   EXPECT_EQ(max_growth(u), 4);
 }
 
+TEST(TenantState, ApplyIngestsAnUpdateAndReportsTheCapTimeOfItsTimestamp) {
+  index::shared_facts facts;
+  tenant_state t("t", state_options{}, &facts, std::make_shared<policy::policy_store>());
+  auto u = testing::chain_update("r1", {"a", "b"});
+  u.set_timestamp_us(kT0 - 5);
+  auto out = t.apply(testing::as_record(u, kT0), nullptr);
+  EXPECT_TRUE(out.ok);
+  EXPECT_EQ(out.ingest.entries_added, 2);
+  EXPECT_EQ(out.cap_ts, kT0 - 5);
+  out = t.apply(update_record(kT0 + 1, "r2", {"a"}), nullptr);
+  EXPECT_EQ(out.cap_ts, kT0 + 1);  // no timestamp: the record's time
+  EXPECT_FALSE(t.apply(policy_record_of(R"({"version":7,"policies":[],"tenants":[]})"), nullptr).ok);
+}
+
+TEST(TenantState, ApplyPolicyRecordKeepsTheBaseAndRefusesBadBytes) {
+  policy::policy_store base;
+  auto next = apply_policy_record(
+      base, R"({"version":7,"policies":[{"namespace":"t","lookupTimeoutMs":40}],"tenants":[]})");
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ(next.value()->resolve("t").lookup_timeout_ms, 40);
+  EXPECT_EQ(base.resolve("t").lookup_timeout_ms, 0);
+  EXPECT_FALSE(apply_policy_record(base, "not json").has_value());
+}
+
 }  // namespace
 }  // namespace ic::state
