@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "index/scoring.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 
@@ -325,10 +326,6 @@ class cache_index {
   std::vector<std::unique_ptr<tenant_partition>> slots_;
 };
 
-/// Returns freshness(now, t, ttl) of §3.6 (float64 on nanoseconds, narrowed to float32).
-float freshness(micros now, micros t, std::chrono::nanoseconds ttl);
-/// Returns DP(m, total) of §3.6 (float64).
-double distinguishing_power(std::int64_t m, std::int64_t total);
 /// Returns worst(a, b) of §3.5 on wire tier values (UNSPECIFIED wins, else the colder).
 std::int32_t worst_tier(std::int32_t a, std::int32_t b);
 /// Returns the §3.10 affinity seed of a resolved chain: concat of uint32_be(len) ‖ hash.

@@ -282,6 +282,27 @@ class tenant_partition {
     std::vector<std::uint64_t> rank_marks;  // one byte per name rank; zero between lookups
   };
   static lookup_scratch& thread_scratch();
+  // The steps of `lookup` (tenant_lookup.cpp), in order.
+  struct lookup_context;
+  /// Chain: resolves each block's key (three prefetching passes); returns how many leading
+  /// blocks exist (their record indexes in `tls.key_buf`).
+  std::size_t resolve_chain_keys(const index_lookup_request& q, std::uint32_t part,
+                                 lookup_scratch& tls) const;
+  /// Chain: walks the resolved blocks, growing one run per fresh replica of block 0
+  /// (`tls.runs`, LFU hits in `tls.run_hits`).
+  void walk_chain(const index_lookup_request& q, const lookup_context& c, std::size_t resolved,
+                  micros now, lookup_scratch& tls) const;
+  /// Chain: scores the runs (`tls.scored`); returns how many scored.
+  std::size_t score_runs(const lookup_context& c, micros now, lookup_scratch& tls) const;
+  /// Chain: applies the distinguishing power per depth group and appends the scored runs to
+  /// `out` in final order (score desc, then name).
+  void order_and_emit(const lookup_context& c, std::size_t ns, lookup_scratch& tls,
+                      index_lookup_result& out) const;
+  /// Exact match (§3.4) of `q.exact_key`.
+  index_lookup_result exact_match(const index_lookup_request& q, const lookup_context& c,
+                                  std::optional<std::uint32_t> part, micros now) const;
+  /// TENANT_HOT (§3.7): appends the hot replicas to `out`.
+  void tenant_hot(const lookup_context& c, micros now, index_lookup_result& out) const;
 
   // names, parts, scopes
   std::uint32_t part_of(std::string_view model, std::string_view scheme, std::string_view adapter);
@@ -314,6 +335,12 @@ class tenant_partition {
   std::optional<std::uint32_t> find_key(std::uint32_t part, std::string_view bytes) const;
   std::optional<std::uint32_t> find_key_hashed(std::uint32_t part, std::string_view bytes,
                                                std::uint64_t h) const;
+  /// The key table's one probe loop (linear probing from `h`'s home slot): returns the
+  /// record index of the first slot whose tag matches `h` and whose record `same` accepts,
+  /// or `npos` at the empty slot that ends the probe. `at` is left on that slot (where an
+  /// insert of the key goes). Defined in partition_detail.hpp (inlined on the chain walk).
+  template <class Same>
+  std::uint32_t probe_slots(std::uint64_t h, Same same, std::size_t& at) const;
   /// Prefetches a key's holder list (last_seen and replica|tier arrays) into L1, or into
   /// L2 when `to_l2`.
   void prefetch_entries(const key_record& k, bool to_l2 = false) const;
