@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include "actors/fail_fast.hpp"
+#include "state/coordination.hpp"
 
 namespace ic::actors {
 namespace {
@@ -37,7 +38,7 @@ struct quiet_job {
   std::vector<caf::typed_response_promise<snapshot_report>> waiters;
 };
 
-enum class phase { running, draining, exclusive, policy, quiet };
+using phase = state::dispatch_phase;
 
 struct coordinator_state : coordinator_config {
   std::deque<queued> queue;
@@ -48,8 +49,7 @@ struct coordinator_state : coordinator_config {
   std::map<std::string, std::optional<index::cap_head>> heads;
   std::size_t heads_pending = 0;
   std::size_t holds_pending = 0;
-  steady::time_point last_snapshot_at = steady::now();
-  steady::time_point snapshot_backoff_until{};
+  state::snapshot_schedule schedule;
 };
 
 /// True when a snapshot is queued or running (a job stays at the front until it finished).
@@ -190,17 +190,13 @@ void run_job(coordinator_pointer self) {
     return;
   }
   snapshot_job sj{s.last_applied_seq, view_of(s)};
-  s.last_snapshot_at = steady::now();
+  s.schedule.started(steady::now());
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
     if (r.ok) {
       st.last_snapshot_seq = r.covering_seq;
     } else {
-      // Do not retry on every batch: wait an interval (at least a minute) first.
-      st.snapshot_backoff_until =
-          steady::now() + std::max<steady::duration>(
-                              std::chrono::minutes(1),
-                              std::chrono::duration_cast<steady::duration>(st.snap.interval));
+      st.schedule.failed(steady::now());  // do not retry on every batch
     }
     log_snapshot(r);
     for (auto& w : st.jobs.front().waiters) w.deliver(r);
@@ -265,12 +261,10 @@ bool dispatch_front(coordinator_pointer self) {
   if (auto* u = std::get_if<index::cache_state_update>(&payload)) {
     auto& t = ensure_tenant(self, u->tenant_id);
     const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u);
-    const std::int64_t cap = sh.options.max_entries;
-    // Far from the cap (even if every update in flight adds all it names) no update can
-    // trigger it, so tenants apply concurrently. Otherwise — and whenever the index is
-    // already over the cap, e.g. after a restart with a lower cap — this update is applied
-    // alone and the cap merged over the tenants, as the serial replay does.
-    if (cap > 0 && sh.pending_growth.load() + sh.facts->nonreserved_entries.load() + growth > cap) {
+    // Alone (drain, then exclusive, then the cap merged over the tenants as the serial
+    // replay does) unless no update in flight can trigger the cap (state::must_apply_alone).
+    if (state::must_apply_alone(sh.options.max_entries, sh.pending_growth.load(),
+                                sh.facts->nonreserved_entries.load(), growth)) {
       if (!sh.drained_now()) {
         s.now = phase::draining;
         return false;
@@ -352,16 +346,15 @@ void pump(coordinator_pointer self) {
 void maybe_snapshot(coordinator_pointer self) {
   auto& s = self->state;
   if (snapshot_pending(s) || !s.writer) return;
-  const std::uint64_t fresh = s.last_applied_seq - s.last_snapshot_seq;
-  const bool due = fresh > 0 && ((s.snap.every_records > 0 && fresh >= s.snap.every_records) ||
-                                 (s.snap.interval.count() > 0 &&
-                                  steady::now() - s.last_snapshot_at >= s.snap.interval));
-  if (due && steady::now() >= s.snapshot_backoff_until) queue_snapshot(self, nullptr);
+  if (s.schedule.due(s.last_applied_seq - s.last_snapshot_seq, steady::now()))
+    queue_snapshot(self, nullptr);
 }
 
 coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coordinator_config cfg) {
   fail_fast_on_exceptions(self, "coordinator");
   static_cast<coordinator_config&>(self->state) = std::move(cfg);
+  self->state.schedule = state::snapshot_schedule(self->state.snap.interval,
+                                                  self->state.snap.every_records, steady::now());
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
