@@ -59,7 +59,8 @@ journal_actor::behavior_type journal_actor_impl(
           bytes[i] = proto::encode_record(s.pending[i].kind, now, s.pending[i].payload);
           records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
         }
-        if (s.unavailable) s.log->resume();
+        // A resume that fails shows as the append's own error just below.
+        if (s.unavailable) (void)s.log->resume();
         auto first = s.log->append(records);
         if (s.probe) s.probe->on_journal_write(first.ok(), n);
         if (!first.ok()) {

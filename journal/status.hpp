@@ -41,7 +41,7 @@ enum class errc {
 std::string_view to_string(errc c);
 
 /// The outcome of an operation: ok, or a code with a one-line message.
-class status {
+class [[nodiscard]] status {
  public:
   /// Constructs ok.
   status() = default;
@@ -64,7 +64,7 @@ class status {
 
 /// Either a `T` or a non-ok `status`; `value()` on an error is a programming error.
 template <class T>
-class result {
+class [[nodiscard]] result {
  public:
   /// Constructs a result holding `value`.
   result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design

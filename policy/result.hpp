@@ -23,7 +23,7 @@ struct error {
 
 /// Holds either a `T` or an `error`; test with `has_value()` / `operator bool`.
 template <class T>
-class result {
+class [[nodiscard]] result {
  public:
   /// Wraps a value.
   result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit on purpose
