@@ -16,7 +16,8 @@
 //
 // Sharded servers run one `cache_index` per tenant actor: `index_options::shared` (totals
 // for the carve-out), `external_cap` + `cap_victim` / `evict_cap` (the owner merges the §4.6
-// order across indexes) and `split_tenants` (after recovering a single-index snapshot); see
+// order across indexes); a combined single-index snapshot loads straight into one index
+// per tenant (`snapshot_loader` with a per-tenant target); see
 // index/README.md "Sharding".
 //
 // The handler steps of LookupRoute (policy gates, dual input, floors, affinity, LFU credit)
@@ -274,7 +275,8 @@ class cache_index {
   /// has `options.shared`, its facts are subtracted from it). Adds each new index's facts
   /// to `per_tenant.shared` when set. Sorted by tenant name. `per_tenant` should differ
   /// from this index's options only in `shared` / `external_cap`. LFU refs taken from this
-  /// index before the split do not credit the new ones.
+  /// index before the split do not credit the new ones. For tests (the equivalence of the
+  /// combined and per-tenant forms); the server splits a combined snapshot as it loads.
   std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> split_tenants(
       const index_options& per_tenant);
 

@@ -613,6 +613,78 @@ TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
   EXPECT_EQ(image(restarted.totals()), image(totals));
 }
 
+// Old single-index snapshot loaded straight into one index per tenant (the v1 reader of the
+// server snapshot): the same totals and the same evolution as the combined index.
+TEST(ShardedIndex, SplitLoadOfACombinedSnapshotEvolvesLikeCombined) {
+  for (std::size_t piece : {std::size_t{1}, std::size_t{13}, std::size_t{1} << 20}) {
+    index_options o;
+    o.max_entries = 50;
+    o.default_ttl = std::chrono::seconds(90);
+    cache_index reference(o), old(o);
+    history h(78);
+    {
+      combined_target a{reference}, b{old};
+      h.run(a, b, 700, "before snapshot");
+    }
+    ASSERT_FALSE(HasFatalFailure());
+    sharded_target s(o);
+    std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> parts;
+    snapshot_loader loader([&](std::string_view tenant) {
+      auto idx = std::make_unique<cache_index>(s.per);
+      const std::string name(tenant);
+      if (auto it = h.policies.find(name); it != h.policies.end())
+        idx->set_tenant_policy(name, it->second);
+      if (auto it = h.quotas.find(name); it != h.quotas.end()) idx->set_tenant_quota(name, it->second);
+      parts.emplace_back(name, std::move(idx));
+      return parts.back().second.get();
+    });
+    const std::string bytes = snapshot_of(old);
+    std::string error;
+    for (std::size_t off = 0; off < bytes.size(); off += piece)
+      ASSERT_TRUE(loader.feed(std::string_view(bytes).substr(off, piece), &error)) << error;
+    ASSERT_TRUE(loader.finish(&error)) << error;
+    ASSERT_GT(parts.size(), 2u);
+    s.adopt(std::move(parts));
+    EXPECT_EQ(image(s.totals()), image(reference.facts()));
+    EXPECT_EQ(image(s.sum()), image(reference.facts()));
+    EXPECT_EQ(s.dump(), combined_target{reference}.dump());
+    run_checked(h, reference, s, 700, "after split load");
+    ASSERT_FALSE(HasFatalFailure());
+    check_sharded(s, reference);
+  }
+}
+
+TEST(ShardedIndex, SplitLoadRefusesADuplicateTenantAndACorruptStream) {
+  cache_index combined;
+  cache_state_update u;
+  u.tenant_id = "a";
+  u.model_id = "m";
+  u.replica_id = "r";
+  u.hash_scheme = "vllm";
+  prefix_entry p;
+  p.prefix_hash = std::string(8, 'x');
+  p.token_count = 16;
+  u.prefixes.push_back(p);
+  (void)combined.ingest(u, 1'000'000);
+  std::string bytes = snapshot_of(combined);
+  std::vector<std::unique_ptr<cache_index>> made;
+  auto target_of = [&](std::string_view) {
+    made.push_back(std::make_unique<cache_index>());
+    return made.back().get();
+  };
+  {
+    snapshot_loader loader(target_of);
+    std::string error;
+    ASSERT_TRUE(loader.feed(bytes, &error)) << error;
+    EXPECT_TRUE(loader.finish(&error)) << error;
+  }
+  bytes[bytes.size() / 2] ^= 0x40;
+  snapshot_loader loader(target_of);
+  std::string error;
+  EXPECT_FALSE(loader.feed(bytes, &error) && loader.finish(&error));
+  EXPECT_FALSE(error.empty());
+}
+
 TEST(ShardedIndex, DefaultOptionsKeepOwnFactsAndInternalCap) {
   // Without `shared`, nothing is published; facts() stays the index's own either way.
   shared_facts shared;

@@ -6,6 +6,9 @@
 #include <cassert>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <set>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -253,13 +256,17 @@ class snapshot_access {
   /// The loader's state machine: one stage per section of the grammar.
   class loader {
    public:
-    explicit loader(cache_index& target) : idx_(target) {
+    explicit loader(cache_index& target) : idx_(&target), targets_{&target} {
       assert(target.by_name_.empty() && "snapshot_loader needs an empty index");
       XXH3_64bits_reset(&hash_);
       if (!target.by_name_.empty()) {
         stage_ = stage::failed;
         error_ = "snapshot loader: the target index is not empty";
       }
+    }
+    explicit loader(std::function<cache_index*(std::string_view)> target_of)
+        : target_of_(std::move(target_of)) {
+      XXH3_64bits_reset(&hash_);
     }
 
     bool feed(std::string_view chunk, std::string* error) {
@@ -309,7 +316,8 @@ class snapshot_access {
     bool finish(std::string* error) {
       if (stage_ == stage::done) {
         // The facts are final and checked: count them in the shared totals (once).
-        if (!published_) idx_.publish_facts(global_facts{});
+        if (!published_)
+          for (cache_index* t : targets_) t->publish_facts(global_facts{});
         published_ = true;
         return true;
       }
@@ -414,14 +422,25 @@ class snapshot_access {
       n_free_ = get<std::uint32_t>(q + 12);
       n_stats_ = get<std::uint32_t>(q + 16);
       n_entries_ = get<std::uint64_t>(q + 20);
-      if (idx_.find_partition(name) != nullptr)
+      if (target_of_) {
+        // Split: each tenant goes to an index of its own (partition slot 0 there).
+        if (!names_seen_.emplace(name).second)
+          return fail("duplicate tenant '" + std::string(name) + "'");
+      } else if (idx_->find_partition(name) != nullptr) {
         return fail("duplicate tenant '" + std::string(name) + "'");
+      }
       if (n_names_ > key_part_mask + 1 || n_parts_ > key_part_mask || n_free_ > n_slab_ ||
           n_slab_ > (1u << 26) - 2) {
         return fail("tenant '" + std::string(name) + "': counts out of range");
       }
-      part_ = &idx_.partition(name);
-      if (part_->slot_ != tenants_) return fail("tenant slot mismatch");
+      if (target_of_) {
+        idx_ = target_of_(name);
+        if (idx_ == nullptr || !idx_->by_name_.empty())
+          return fail("tenant '" + std::string(name) + "': no empty index to load it into");
+        targets_.push_back(idx_);
+      }
+      part_ = &idx_->partition(name);
+      if (part_->slot_ != (target_of_ ? 0 : tenants_)) return fail("tenant slot mismatch");
       ++tenants_;
       // Size the key table for the live keys up front (load factor <= 7/8, as it grows).
       const std::size_t live = n_slab_ - n_free_;
@@ -642,9 +661,9 @@ class snapshot_access {
       ++part_keys_[part];
       t.keys_ += 1;
       t.entries_ += m;
-      idx_.facts_.total_keys += 1;
-      idx_.facts_.total_entries += m;
-      if (t.reserved_) idx_.facts_.reserved_entries += m;
+      idx_->facts_.total_keys += 1;
+      idx_->facts_.total_entries += m;
+      if (t.reserved_) idx_->facts_.reserved_entries += m;
       --keys_left_;
       skip_empty_sections();
       return total;
@@ -744,7 +763,12 @@ class snapshot_access {
       if (XXH3_64bits_digest(&hash_) != get<std::uint64_t>(p + end_bytes - 8)) {
         return fail("checksum mismatch");
       }
-      const global_facts& f = idx_.facts_;
+      global_facts f;
+      for (const cache_index* t : targets_) {
+        f.total_entries += t->facts_.total_entries;
+        f.reserved_entries += t->facts_.reserved_entries;
+        f.total_keys += t->facts_.total_keys;
+      }
       if (get<std::uint32_t>(p + 1) != tenants_ || get<std::int64_t>(p + 5) != f.total_entries ||
           get<std::int64_t>(p + 13) != f.reserved_entries ||
           get<std::int64_t>(p + 21) != f.total_keys) {
@@ -754,7 +778,12 @@ class snapshot_access {
       return end_bytes;
     }
 
-    cache_index& idx_;
+    /// The index the current tenant loads into; every index loaded into (one unless split).
+    cache_index* idx_ = nullptr;
+    std::vector<cache_index*> targets_;
+    /// Split mode: where each tenant goes, and the tenants seen so far.
+    std::function<cache_index*(std::string_view)> target_of_;
+    std::set<std::string, std::less<>> names_seen_;
     stage stage_ = stage::header;
     std::string error_;
     /// Bytes of one record split across chunks, and how many it needs in total.
@@ -801,6 +830,9 @@ class snapshot_loader::impl : public snapshot_access::loader {
 };
 
 snapshot_loader::snapshot_loader(cache_index& target) : impl_(std::make_unique<impl>(target)) {}
+
+snapshot_loader::snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of)
+    : impl_(std::make_unique<impl>(std::move(target_of))) {}
 
 snapshot_loader::~snapshot_loader() = default;
 

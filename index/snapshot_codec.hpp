@@ -66,6 +66,12 @@ class snapshot_loader {
   /// and must outlive the loader. Policies and quotas already set on `target` apply to the
   /// tenants as they are loaded.
   explicit snapshot_loader(cache_index& target);
+  /// Prepares to load each tenant of the stream into an index of its own: `target_of(name)`
+  /// is called at each tenant record and returns an empty index (not owned; it must outlive
+  /// the loader) with the tenant's policy and quota already set. The end record is checked
+  /// against the facts summed over those indexes; `finish` adds each one's facts to its
+  /// `options.shared`. Used to split a combined (multi-tenant) stream as it loads.
+  explicit snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of);
   ~snapshot_loader();
   snapshot_loader(const snapshot_loader&) = delete;
   snapshot_loader& operator=(const snapshot_loader&) = delete;

@@ -97,11 +97,18 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
     set_->set_policies(std::move(store).value());
     version_ = version;
     if (version_ == 1) {
-      // One combined index: loaded whole, split per tenant in finish().
-      index::index_options io = tenant_index_options(options_, nullptr);
-      io.external_cap = false;  // one combined index, never ingested into (split in finish())
-      index_ = std::make_unique<index::cache_index>(io);
-      loader_ = std::make_unique<index::snapshot_loader>(*index_);
+      // One combined index in the stream: each tenant is loaded into an index of its own,
+      // under its policy and quota (policies are not in the index bytes).
+      loader_ = std::make_unique<index::snapshot_loader>(
+          [this](std::string_view tenant) -> index::cache_index* {
+            const std::string name(tenant);
+            auto idx = std::make_unique<index::cache_index>(
+                tenant_index_options(options_, set_->facts().get()));
+            idx->set_tenant_policy(name, set_->policies()->resolve(name));
+            idx->set_tenant_quota(name, set_->policies()->quota(name));
+            v1_tenants_.emplace_back(name, std::move(idx));
+            return v1_tenants_.back().second.get();
+          });
     }
     return true;
   }
@@ -136,17 +143,9 @@ std::unique_ptr<tenant_set> state_loader::finish(std::string* error) {
   if (version_ == 1) {
     if (!loader_->finish(error)) return nullptr;
     loader_.reset();
-    // Policies are not in the index bytes: install them before splitting, so each tenant's
-    // derived orders (LFU or LRU cap order, quota order) are built as the writer had them.
-    const auto& resolved = set_->policies()->resolved();
-    for (const auto& [tenant, _] : resolved.policies)
-      index_->set_tenant_policy(tenant, set_->policies()->resolve(tenant));
-    for (const auto& [tenant, _] : resolved.quotas)
-      index_->set_tenant_quota(tenant, set_->policies()->quota(tenant));
-    for (auto& [name, idx] :
-         index_->split_tenants(tenant_index_options(options_, set_->facts().get())))
+    for (auto& [name, idx] : v1_tenants_)
       set_->adopt(std::make_unique<tenant_state>(name, std::move(idx), options_, set_->policies()));
-    index_.reset();
+    v1_tenants_.clear();
     return std::move(set_);
   }
   std::string why;

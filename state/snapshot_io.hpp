@@ -11,7 +11,8 @@
 //
 // Version 1 (written before tenants had indexes of their own) is still read:
 //   header-chunk (version 1) index-chunk*, index-chunk = bytes of one combined index, which
-//   the loader splits into one index per tenant (index::cache_index::split_tenants).
+//   the loader splits into one index per tenant as it loads (index::snapshot_loader with a
+//   per-tenant target).
 //
 // The policy JSON is the canonical encoding of the policy set in force; loading re-applies it,
 // so tenant TTLs, eviction modes and quotas come back as they were.
@@ -69,6 +70,8 @@ class state_loader {
   std::string tenant_;
   std::unique_ptr<index::cache_index> index_;
   std::unique_ptr<index::snapshot_loader> loader_;
+  /// Version 1: the tenants split out of the combined stream, in stream order.
+  std::vector<std::pair<std::string, std::unique_ptr<index::cache_index>>> v1_tenants_;
   bool failed_ = false;
 };
 
