@@ -304,7 +304,7 @@ class cache_index {
   memory_breakdown memory_usage() const;
 
  private:
-  friend class snapshot_access;  // index/snapshot_codec.cpp reads and rebuilds the state
+  friend class snapshot_access;  // index/snapshot_{writer,loader}.cpp read and rebuild the state
   struct facts_guard;            // publishes a public call's change of facts_ to shared
 
   tenant_partition* find_partition(std::string_view tenant) const;

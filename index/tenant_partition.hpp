@@ -222,7 +222,7 @@ class tenant_partition {
   void memory(memory_breakdown& m) const;
 
  private:
-  friend class snapshot_access;  // index/snapshot_codec.cpp reads and rebuilds the state
+  friend class snapshot_access;  // index/snapshot_{writer,loader}.cpp read and rebuild the state
 
   struct part_info {
     std::uint32_t model, scheme, adapter, scope;

@@ -1,0 +1,101 @@
+// Internal to index/: the snapshot format's constants and byte helpers, and
+// `snapshot_access` (a friend of cache_index and tenant_partition) whose writer lives in
+// snapshot_writer.cpp and whose loader lives in snapshot_loader.cpp. The grammar is in
+// index/README.md ("Snapshot format").
+#pragma once
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value
+#include <xxhash.h>
+
+#include "index/tenant_partition.hpp"
+
+// The format is little-endian and entries are copied as whole parallel arrays, which is only
+// a plain memcpy on a little-endian host (the index already assumes x86-64).
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "snapshot codec assumes little-endian");
+
+namespace ic::index {
+
+namespace snapshot_format {
+
+
+/// "ICSX" read as a little-endian u32: the first four bytes of every snapshot.
+constexpr std::uint32_t snapshot_magic = 0x58534349u;
+constexpr char tenant_tag = 'T';
+constexpr char end_tag = 'E';
+/// Key word bit: the hash is not 8 bytes and is stored length-prefixed.
+constexpr std::uint32_t wire_long_hash = 0x80000000u;
+/// Upper bound on one string (name or hash) so a corrupt length cannot make the loader wait
+/// for (and buffer) gigabytes.
+constexpr std::uint32_t max_string_bytes = 64u << 20;
+/// Bytes per entry on the wire: last_seen i64, replica|tier u32, token_count i32, LFU u32.
+constexpr std::size_t entry_bytes = 20;
+constexpr std::size_t tenant_fixed_bytes = 1 + 4 + 5 * 4 + 8;  // + name bytes
+constexpr std::size_t end_bytes = 1 + 4 + 3 * 8 + 8;
+constexpr std::size_t stats_bytes = 4 + 4 + 8 + 4 + 4 + 8 + 8 + 8 + 8;
+
+template <typename T>
+inline char* put(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  return p + sizeof v;
+}
+
+template <typename T>
+inline T get(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/// Reserves `n` slots for an empty key table, asking for transparent huge pages first when
+/// the table is large: the loader's inserts hit random slots, and 4 KiB pages would make
+/// nearly every one a TLB miss. Only a hint; nothing depends on it.
+inline void reserve_slots(std::vector<std::uint32_t>& slots, std::size_t n) {
+  slots.clear();
+  slots.shrink_to_fit();
+  slots.reserve(n);
+#ifdef MADV_HUGEPAGE
+  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+  const auto begin = reinterpret_cast<std::uintptr_t>(slots.data());
+  const std::uintptr_t end = begin + n * sizeof(std::uint32_t);
+  const std::uintptr_t first = (begin + huge - 1) & ~(huge - 1);
+  const std::uintptr_t last = end & ~(huge - 1);
+  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+#endif
+}
+
+inline bool valid_tier(std::uint8_t t) {
+  return (t >= 1 && t <= tier_unknown_positive) || t == tier_coldest;
+}
+
+}  // namespace snapshot_format
+
+/// Reads and rebuilds the private state of `cache_index` / `tenant_partition` (a friend of
+/// both): the writer (snapshot_writer.cpp) and the loader (snapshot_loader.cpp).
+class snapshot_access {
+ public:
+  using sink_fn = std::function<bool(std::string_view)>;
+
+  /// Streams `idx` to `sink` in chunks of `chunk_bytes` (see write_snapshot).
+  static bool write(const cache_index& idx, const sink_fn& sink, std::size_t chunk_bytes);
+
+  class chunk_writer;
+  static bool write_string(chunk_writer& w, std::string_view s);
+  static bool write_tenant(chunk_writer& w, const tenant_partition& t);
+
+  /// The loader's state machine (snapshot_loader.cpp).
+  class loader;
+};
+
+}  // namespace ic::index
