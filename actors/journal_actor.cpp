@@ -4,6 +4,7 @@
 #include "actors/spawn.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include <caf/all.hpp>
@@ -22,6 +23,8 @@ struct journal_actor_state {
   bool flush_scheduled = false;
   bool unavailable = false;
   std::chrono::nanoseconds sweep_interval{};
+  /// Stamps each record with the time it is journaled (runtime_options::clock).
+  std::function<index::micros()> clock;
 };
 
 /// Records per journal write; a longer queue is written in several groups.
@@ -29,12 +32,14 @@ constexpr std::size_t max_group_records = 4096;
 
 journal_actor::behavior_type journal_actor_impl(
     journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log,
-    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval) {
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
+    std::function<index::micros()> clock) {
   fail_fast_on_exceptions(self, "journal");
   self->state.log = log;
   self->state.coordinator = coordinator;
   self->state.probe = probe;
   self->state.sweep_interval = sweep_interval;
+  self->state.clock = std::move(clock);
   self->delayed_send(self, sweep_interval, sweep_atom::value);
   auto schedule_flush = [self] {
     if (!self->state.flush_scheduled) {
@@ -52,7 +57,7 @@ journal_actor::behavior_type journal_actor_impl(
         s.flush_scheduled = false;
         if (s.pending.empty()) return;
         const std::size_t n = std::min(s.pending.size(), max_group_records);
-        const index::micros now = now_micros();
+        const index::micros now = s.clock();
         std::vector<std::string> bytes(n);
         std::vector<journal::record_in> records(n);
         for (std::size_t i = 0; i < n; ++i) {
@@ -100,8 +105,10 @@ journal_actor::behavior_type journal_actor_impl(
 
 journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
                                   coordinator_actor coordinator, runtime_probe* probe,
-                                  std::chrono::nanoseconds sweep_interval) {
-  return sys.spawn<caf::detached>(journal_actor_impl, log, coordinator, probe, sweep_interval);
+                                  std::chrono::nanoseconds sweep_interval,
+                                  std::function<index::micros()> clock) {
+  return sys.spawn<caf::detached>(journal_actor_impl, log, coordinator, probe, sweep_interval,
+                                  std::move(clock));
 }
 
 }  // namespace ic::actors

@@ -77,7 +77,8 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ropts.fsync = options.fsync;
   ropts.journal_env = options.journal_env;
   ropts.state = options.state;
-  auto rec = state::recover(ropts, now_micros(), error);
+  const std::function<index::micros()> clock = options.clock ? options.clock : system_micros;
+  auto rec = state::recover(ropts, clock(), error);
   if (!rec) return nullptr;
   if (info) *info = rec->info;
   std::unique_ptr<journal::log> log = std::move(rec->log);
@@ -92,6 +93,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   p->snapshot_on_stop = options.snapshot_on_stop;
   runtime_shared& sh = p->shared;
   sh.facts = set->facts();
+  sh.clock = clock;
   sh.probe = probe;
   sh.timer = &p->timer;
   sh.test_delay = test_lookup_delay();
@@ -118,7 +120,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   p->coordinator = spawn_coordinator(p->system, std::move(ccfg));
   sh.coordinator = p->coordinator;
   p->journal = spawn_journal_actor(p->system, p->log.get(), p->coordinator, probe,
-                                   options.sweep_interval);
+                                   options.sweep_interval, clock);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
@@ -142,7 +144,7 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
   if (!actor) {
     // No actor: the tenant holds nothing. The answer depends only on the shared totals
     // (cold-start carve-out) and the policy, so it is given here.
-    auto out = impl_->absent->decide(request, now_micros(), *impl_->shared.policies.get());
+    auto out = impl_->absent->decide(request, impl_->shared.clock(), *impl_->shared.policies.get());
     done(std::move(out.response));
     return;
   }

@@ -68,6 +68,10 @@ struct runtime_options {
   std::size_t workers = 0;
   /// CAF scheduler. Default `sharing`.
   scheduler_policy scheduler = scheduler_policy::sharing;
+  /// The wall clock (Unix µs) that stamps journal records and gives lookups, the start-up
+  /// sweep and /probe their `now`; empty = the system clock. Tests pass a fake to control
+  /// time. Default empty.
+  std::function<index::micros()> clock;
   /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
   rocksdb::Env* journal_env = nullptr;
   /// Take a snapshot (then truncate the journal) this often when anything new was applied;

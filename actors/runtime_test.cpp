@@ -1,5 +1,6 @@
 #include "actors/runtime.hpp"
 
+#include <atomic>
 #include <future>
 #include <thread>
 
@@ -72,6 +73,24 @@ TEST_F(RuntimeTest, AcknowledgedUpdateIsVisibleToTheNextLookup) {
   auto resp = lookup_blocking(*rt, chain_lookup({"a", "b"}));
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->reason_code, "PREFIX_MATCH");
+  rt->stop();
+}
+
+TEST_F(RuntimeTest, AnInjectedClockStampsRecordsAndDecidesFreshness) {
+  std::atomic<index::micros> now{1'700'000'000'000'000};
+  opts_.clock = [&now] { return now.load(); };
+  opts_.state.default_ttl = std::chrono::seconds(60);
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a", "b"}), 5s));
+  auto fresh = lookup_blocking(*rt, chain_lookup({"a", "b"}));
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(fresh->reason_code, "PREFIX_MATCH");
+  now += 61'000'000;  // past the TTL on the injected clock only; no sleep
+  auto stale = lookup_blocking(*rt, chain_lookup({"a", "b"}));
+  ASSERT_TRUE(stale.has_value());
+  EXPECT_NE(stale->reason_code, "PREFIX_MATCH");
   rt->stop();
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -24,8 +25,8 @@
 
 namespace ic::actors {
 
-/// Returns the wall clock in Unix µs (the time records are stamped with).
-inline index::micros now_micros() {
+/// Returns the system wall clock in Unix µs (the runtime's clock unless a test injects one).
+inline index::micros system_micros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
@@ -81,6 +82,8 @@ struct runtime_shared {
   runtime_probe* probe = nullptr;
   deadline_timer* timer = nullptr;
   std::chrono::milliseconds test_delay{0};
+  /// The runtime's wall clock (runtime_options::clock, else system_micros).
+  std::function<index::micros()> clock = system_micros;
   state::state_options options;
 
   /// A tenant finished one dispatched record (after its effects are in the totals).

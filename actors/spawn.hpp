@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -54,9 +55,11 @@ struct coordinator_config {
 coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config cfg);
 
 /// Spawns the journal actor (detached: group commit on its own thread); it journals a TTL
-/// sweep every `sweep_interval` and hands committed batches to `coordinator`.
+/// sweep every `sweep_interval`, stamps records with `clock` and hands committed batches to
+/// `coordinator`.
 journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
                                   coordinator_actor coordinator, runtime_probe* probe,
-                                  std::chrono::nanoseconds sweep_interval);
+                                  std::chrono::nanoseconds sweep_interval,
+                                  std::function<index::micros()> clock);
 
 }  // namespace ic::actors

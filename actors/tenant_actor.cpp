@@ -145,7 +145,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
       },
       [=](probe_atom, probe_call_ptr& call) {
         auto run = [self, call] {
-          call->done(self->state.st->probe(call->request, now_micros()));
+          call->done(self->state.st->probe(call->request, self->state.sh->clock()));
           self->state.sh->finished_one(0);
         };
         if (self->state.sweeping) {
@@ -160,7 +160,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
         const auto deadline = call->deadline;
         state::lookup_outcome out =
-            s.st->decide(call->question, now_micros(), [deadline] { return steady::now() > deadline; });
+            s.st->decide(call->question, s.sh->clock(), [deadline] { return steady::now() > deadline; });
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
         call->question = {};
