@@ -1,6 +1,7 @@
 #include "actors/runtime.hpp"
 
 #include <atomic>
+#include <condition_variable>
 #include <future>
 #include <thread>
 
@@ -40,13 +41,20 @@ class collecting_subscriber final : public event_subscriber {
     std::lock_guard<std::mutex> lock(mu);
     seen.push_back(std::string(c.replica_id) + ":" + std::to_string(static_cast<int>(c.type)) +
                    ":" + c.prefix_hash);
+    cv.notify_all();
     return true;
   }
   std::vector<std::string> snapshot() {
     std::lock_guard<std::mutex> lock(mu);
     return seen;
   }
+  /// Waits until at least `n` changes arrived; false after `timeout`.
+  bool wait_for(std::size_t n, std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, timeout, [&] { return seen.size() >= n; });
+  }
   std::mutex mu;
+  std::condition_variable cv;
   std::vector<std::string> seen;
 };
 
@@ -370,17 +378,15 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
                      10'000'000);  // reported 10 s ago: already past the 5 s TTL
   u.add_prefixes()->set_prefix_hash("old");
   ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, u.SerializeAsString(), 5s));
-  // Bounded wait for a sweep (every 100 ms) to remove it.
-  std::int64_t total = -1;
-  for (int i = 0; i < 100 && total != 0; ++i) {
-    std::promise<std::int64_t> p;
-    rt->cache_state("t", "m", std::chrono::steady_clock::now() + 5s,
-                    [&p](std::optional<index::cache_state_view> v) {
-                      p.set_value(v ? v->total_prefixes : -1);
-                    });
-    total = p.get_future().get();
-    if (total != 0) std::this_thread::sleep_for(50ms);
-  }
+  // Bounded wait for a sweep (every 100 ms) to remove it: its PREFIX_EVICTED is published
+  // after the removal, and the next ask of the tenant's actor runs after that sweep slice.
+  ASSERT_TRUE(sub->wait_for(1, 5s));
+  std::promise<std::int64_t> p;
+  rt->cache_state("t", "m", std::chrono::steady_clock::now() + 5s,
+                  [&p](std::optional<index::cache_state_view> v) {
+                    p.set_value(v ? v->total_prefixes : -1);
+                  });
+  const std::int64_t total = p.get_future().get();
   EXPECT_EQ(total, 0);
   auto seen = sub->snapshot();
   ASSERT_EQ(seen.size(), 1u);
