@@ -562,16 +562,25 @@ bool load_into(cache_index& target, const std::string& bytes, std::size_t piece)
 
 // Old single-index snapshot -> load -> split -> per-tenant actors; later each actor's own
 // snapshot loads into an index that counts itself in the shared totals.
-TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
+/// The options of the snapshot-recovery tests: a cap of 50 and a 90 s TTL.
+index_options recovery_test_options() {
   index_options o;
   o.max_entries = 50;
   o.default_ttl = std::chrono::seconds(90);
+  return o;
+}
+
+/// Runs `steps` of `h` on two combined indexes alike (the reference and the one to snapshot).
+void run_both(history& h, cache_index& reference, cache_index& old, int steps) {
+  combined_target a{reference}, b{old};
+  h.run(a, b, steps, "before snapshot");
+}
+
+TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
+  const index_options o = recovery_test_options();
   cache_index reference(o), old(o);
   history h(77);
-  {
-    combined_target a{reference}, b{old};
-    h.run(a, b, 700, "before snapshot");
-  }
+  run_both(h, reference, old, 700);
   ASSERT_FALSE(HasFatalFailure());
   cache_index recovered(o);
   ASSERT_TRUE(load_into(recovered, snapshot_of(old), 13));
@@ -617,15 +626,10 @@ TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
 // server snapshot): the same totals and the same evolution as the combined index.
 TEST(ShardedIndex, SplitLoadOfACombinedSnapshotEvolvesLikeCombined) {
   for (std::size_t piece : {std::size_t{1}, std::size_t{13}, std::size_t{1} << 20}) {
-    index_options o;
-    o.max_entries = 50;
-    o.default_ttl = std::chrono::seconds(90);
+    const index_options o = recovery_test_options();
     cache_index reference(o), old(o);
     history h(78);
-    {
-      combined_target a{reference}, b{old};
-      h.run(a, b, 700, "before snapshot");
-    }
+    run_both(h, reference, old, 700);
     ASSERT_FALSE(HasFatalFailure());
     sharded_target s(o);
     std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> parts;
