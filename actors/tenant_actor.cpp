@@ -58,6 +58,17 @@ void run_deferred(tenant_actor_state& s) {
   }
 }
 
+/// The one deferral rule of the tenant actor: while a sweep runs in slices, every mutation
+/// (and probe) waits in `deferred`, in arrival order, until the sweep completes. Returns true
+/// when the work `make_work()` builds was deferred; false when the caller runs it now
+/// (`make_work` is then not called, so nothing is copied on the common path).
+template <class MakeWork>
+bool deferred_while_sweeping(tenant_actor_state& s, MakeWork make_work) {
+  if (!s.sweeping) return false;
+  s.deferred.emplace_back(make_work());
+  return true;
+}
+
 void apply_record(tenant_pointer self, tenant_record& r) {
   auto& s = self->state;
   index::change_log* changes = change_sink(s);
@@ -121,38 +132,28 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
   self->state.sh = sh;
   return {
       [=](apply_atom, tenant_record& r) {
-        if (self->state.sweeping) {
-          auto held = std::make_shared<tenant_record>(std::move(r));
-          self->state.deferred.emplace_back([self, held] { apply_record(self, *held); });
+        if (deferred_while_sweeping(self->state, [&] {
+              auto held = std::make_shared<tenant_record>(std::move(r));
+              return [self, held] { apply_record(self, *held); };
+            }))
           return;
-        }
         apply_record(self, r);
       },
       [=](sweep_atom, sweep_order order) {
-        if (self->state.sweeping) {
-          self->state.deferred.emplace_back([self, order] { start_sweep(self, order.at); });
-          return;
-        }
-        start_sweep(self, order.at);
+        auto run = [self, order] { start_sweep(self, order.at); };
+        if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
       [=](sweep_more_atom) { sweep_slice(self); },
       [=](policy_atom, state::policy_ptr& p) {
-        if (self->state.sweeping) {
-          self->state.deferred.emplace_back([self, p] { self->state.st->set_policies(p); });
-          return;
-        }
-        self->state.st->set_policies(std::move(p));
+        auto run = [self, p] { self->state.st->set_policies(p); };
+        if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
       [=](probe_atom, probe_call_ptr& call) {
         auto run = [self, call] {
           call->done(self->state.st->probe(call->request, self->state.sh->clock()));
           self->state.sh->finished_one(0);
         };
-        if (self->state.sweeping) {
-          self->state.deferred.emplace_back(run);
-          return;
-        }
-        run();
+        if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
       [=](lookup_atom, lookup_call_ptr& call) {
         if (call->claimed.load()) return;  // the deadline answered already
