@@ -1,0 +1,129 @@
+#include "tokenizer/chat_template.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "index/fingerprint.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
+#include "tokenizer/test_fixtures.hpp"
+
+namespace ic::tokenizer {
+namespace {
+
+/// The goldens' fixed local time: 2024-07-26 09:05:03 (a Friday).
+std::tm fixed_time() {
+  std::tm tm{};
+  tm.tm_year = 124;
+  tm.tm_mon = 6;
+  tm.tm_mday = 26;
+  tm.tm_hour = 9;
+  tm.tm_min = 5;
+  tm.tm_sec = 3;
+  tm.tm_wday = 5;
+  tm.tm_yday = 207;
+  return tm;
+}
+
+std::string render_ok(const std::string& source, const std::string& content,
+                      std::map<std::string, std::string> strings = {}) {
+  auto t = chat_template::parse(source);
+  EXPECT_TRUE(t) << (t ? "" : t.error());
+  if (!t) return {};
+  auto r = (*t)->render({{"user", content}}, strings, true, fixed_time);
+  EXPECT_TRUE(r) << (r ? "" : r.error());
+  return r ? *r : std::string();
+}
+
+TEST(ChatTemplate, RendersTheFeatureTemplateLikePythonJinja2) {
+  const auto source =
+      testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/features.jinja");
+  ASSERT_FALSE(source.empty());
+  for (const auto& g : testing::features_renders)
+    EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)
+        << "content: " << g.content;
+}
+
+TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
+  // Expected strings are python3-jinja2's with trim_blocks and lstrip_blocks.
+  EXPECT_EQ(render_ok("a\n  {% if true %}\n  b\n  {% endif %}\nc", ""), "a\n  b\nc");
+  EXPECT_EQ(render_ok("a  {%- if true -%}  b  {%- endif %} c", ""), "ab c");
+  EXPECT_EQ(render_ok("x {{ 1 }} \n{# note #}\ny", ""), "x 1 \ny");
+  EXPECT_EQ(render_ok("  {{- 'v' }}\n", ""), "v");  // one trailing newline is dropped
+  EXPECT_EQ(render_ok("a {%+ if true %}b{% endif %}", ""), "a b");
+}
+
+TEST(ChatTemplate, RendersStrftimeNowFromTheGivenLocalClock) {
+  EXPECT_EQ(render_ok("{{ strftime_now('%d %b %Y') }}", ""), "26 Jul 2024");
+}
+
+TEST(ChatTemplate, LeavesToolsAndDocumentsUndefined) {
+  EXPECT_EQ(render_ok("{{ tools is defined }} {{ documents is defined }} {{ tools }}|", ""),
+            "False False |");
+}
+
+TEST(ChatTemplate, RefusesUnsupportedSyntaxAtParseTimeNamingTheLine) {
+  auto expect_refused = [](const std::string& src, const std::string& needle) {
+    auto t = chat_template::parse(src);
+    ASSERT_FALSE(t) << src;
+    EXPECT_NE(t.error().find(needle), std::string::npos) << t.error();
+  };
+  expect_refused("ok\n{% macro m() %}{% endmacro %}", "line 2: unsupported tag 'macro'");
+  expect_refused("{{ x | frobnicate }}", "unsupported filter 'frobnicate'");
+  expect_refused("{{ x is frob }}", "unsupported test 'frob'");
+  expect_refused("{{ x.frob() }}", "unsupported method 'frob'");
+  expect_refused("{{ frob(1) }}", "unsupported function call 'frob'");
+  expect_refused("{% if x %}never closed", "missing end tag");
+  expect_refused("{{ 'open", "unclosed");
+  expect_refused("{% include 'x' %}", "unsupported tag 'include'");
+}
+
+TEST(ChatTemplate, RaiseExceptionFailsTheRender) {
+  auto t = chat_template::parse("{{ raise_exception('no system role') }}");
+  ASSERT_TRUE(t) << t.error();
+  auto r = (*t)->render({{"user", "x"}}, {}, true, fixed_time);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("no system role"), std::string::npos);
+}
+
+// ---- The real templates (tokenizer_config.json of the fixtures) ----------------------------
+
+class RealTemplate : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (testing::fixture_dir(GetParam()).empty()) GTEST_SKIP() << testing::fixture_skip_reason();
+    auto cfg = nlohmann::json::parse(
+        testing::read_file(testing::fixture_dir(GetParam()) + "/tokenizer_config.json"));
+    source_ = cfg.at("chat_template").get<std::string>();
+    for (const char* k : {"bos_token", "eos_token", "unk_token", "pad_token"})
+      if (cfg.contains(k) && cfg[k].is_string()) strings_[k] = cfg[k].get<std::string>();
+  }
+  const testing::chat_golden* begin() const {
+    return GetParam() == "llama3" ? std::begin(testing::llama3_chat) : std::begin(testing::qwen3_chat);
+  }
+  const testing::chat_golden* end() const {
+    return GetParam() == "llama3" ? std::end(testing::llama3_chat) : std::end(testing::qwen3_chat);
+  }
+  std::string source_;
+  std::map<std::string, std::string> strings_;
+};
+
+TEST_P(RealTemplate, RendersOneUserMessageLikePythonJinja2) {
+  for (const auto* g = begin(); g != end(); ++g)
+    EXPECT_EQ(render_ok(source_, g->content, strings_), g->rendered) << "content: " << g->content;
+}
+
+TEST_P(RealTemplate, RenderedPromptsEncodeToTheGoldenIdsAndBlockHashes) {
+  auto tok = bpe_tokenizer::load_file(testing::fixture_dir(GetParam()) + "/tokenizer.json");
+  ASSERT_TRUE(tok) << tok.error();
+  for (const auto* g = begin(); g != end(); ++g) {
+    auto ids = (*tok)->encode(render_ok(source_, g->content, strings_));
+    ASSERT_TRUE(ids) << ids.error();
+    EXPECT_EQ(*ids, g->ids) << "content: " << g->content;
+    EXPECT_EQ(index::fingerprint_chain(ids->data(), ids->size(), 16), g->block_hashes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RealTemplate, ::testing::Values("llama3", "qwen3"));
+
+}  // namespace
+}  // namespace ic::tokenizer
