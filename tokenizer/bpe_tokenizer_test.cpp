@@ -12,40 +12,7 @@ namespace {
 using json = nlohmann::json;
 using ids = std::vector<std::uint32_t>;
 
-constexpr const char* kLlamaPattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-
-/// A small byte-level tokenizer.json: ids 0..255 are the ByteLevel alphabet, then merged
-/// tokens; merges "h e" < "l l" < "he ll".
-json tiny_byte_level() {
-  json vocab = json::object();
-  for (int b = 0; b < 256; ++b) vocab[byte_level_char(static_cast<unsigned char>(b))] = b;
-  vocab["he"] = 256;
-  vocab["ll"] = 257;
-  vocab["hell"] = 258;
-  vocab["hello"] = 259;
-  json doc = {
-      {"added_tokens", json::array({
-           {{"id", 300}, {"content", "<|x|>"}, {"special", true}, {"normalized", false}},
-           {{"id", 301}, {"content", "[M]"}, {"special", true}, {"normalized", false},
-            {"lstrip", true}, {"rstrip", true}},
-           {{"id", 302}, {"content", "tok"}, {"special", false}, {"normalized", false},
-            {"single_word", true}},
-       })},
-      {"normalizer", nullptr},
-      {"pre_tokenizer",
-       {{"type", "Sequence"},
-        {"pretokenizers", json::array({
-             {{"type", "Split"}, {"pattern", {{"Regex", kLlamaPattern}}}, {"behavior", "Isolated"},
-              {"invert", false}},
-             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}},
-         })}}},
-      {"model",
-       {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"h e", "l l", "he ll"})},
-        {"ignore_merges", false}}},
-  };
-  return doc;
-}
+using testing::tiny_byte_level;
 
 std::shared_ptr<const bpe_tokenizer> load_ok(const json& doc) {
   auto t = bpe_tokenizer::load(doc.dump());

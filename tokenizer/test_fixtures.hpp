@@ -8,6 +8,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "tokenizer/bpe_tokenizer.hpp"
+
 namespace ic::tokenizer::testing {
 
 /// One encoding golden: input text and the ids the package's JS tokenizer produced.
@@ -61,6 +65,42 @@ inline std::string ten_kb_text() {
          " lazy dogs; na\xc3\xafve caf\xc3\xa9 \xe2\x80\x94 \xe4\xbd\xa0\xe5\xa5\xbd\xef\xbc\x81  \n";
   return s;
 }
+
+inline constexpr const char* kLlamaPattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+/// A small byte-level tokenizer.json: ids 0..255 are the ByteLevel alphabet, then merged
+/// tokens; merges "h e" < "l l" < "he ll".
+inline nlohmann::json tiny_byte_level() {
+  nlohmann::json vocab = nlohmann::json::object();
+  for (int b = 0; b < 256; ++b) vocab[byte_level_char(static_cast<unsigned char>(b))] = b;
+  vocab["he"] = 256;
+  vocab["ll"] = 257;
+  vocab["hell"] = 258;
+  vocab["hello"] = 259;
+  nlohmann::json doc = {
+      {"added_tokens", nlohmann::json::array({
+           {{"id", 300}, {"content", "<|x|>"}, {"special", true}, {"normalized", false}},
+           {{"id", 301}, {"content", "[M]"}, {"special", true}, {"normalized", false},
+            {"lstrip", true}, {"rstrip", true}},
+           {{"id", 302}, {"content", "tok"}, {"special", false}, {"normalized", false},
+            {"single_word", true}},
+       })},
+      {"normalizer", nullptr},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers", nlohmann::json::array({
+             {{"type", "Split"}, {"pattern", {{"Regex", kLlamaPattern}}}, {"behavior", "Isolated"},
+              {"invert", false}},
+             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}},
+         })}}},
+      {"model",
+       {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array({"h e", "l l", "he ll"})},
+        {"ignore_merges", false}}},
+  };
+  return doc;
+}
+
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
