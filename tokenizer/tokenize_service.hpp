@@ -10,6 +10,8 @@
 // deadline passes first (the work then finishes in the background and is dropped; its slot
 // stays taken until it does, so slow work cannot pile up past the limit). Destruction
 // answers every pending call with `failed` ("shutting down") and joins the threads.
+// The timer is its own small heap rather than actors/deadline_timer: this folder stays plain
+// C++ with no dependency on the actor layer.
 #pragma once
 
 #include <chrono>
