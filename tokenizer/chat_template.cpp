@@ -110,7 +110,7 @@ std::string float_repr(double d) {
   if (exp < -4 || exp >= 16) {
     out = digits.substr(0, 1);
     if (digits.size() > 1) out += "." + digits.substr(1);
-    char eb[8];
+    char eb[16];
     std::snprintf(eb, sizeof eb, "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
     out += eb;
   } else if (exp < 0) {
@@ -295,7 +295,11 @@ list_t iterate(const value& v) {
 
 std::int64_t length_of(const value& v) {
   switch (v.k) {
-    case value::string: return static_cast<std::int64_t>(iterate(v).size());
+    case value::string: {  // code points: bytes that do not continue a sequence
+      std::int64_t n = 0;
+      for (unsigned char c : *v.s) n += (c & 0xC0) != 0x80;
+      return n;
+    }
     case value::list: return static_cast<std::int64_t>(v.l->size());
     case value::dict: return static_cast<std::int64_t>(v.m->size());
     case value::undef: return 0;
@@ -613,6 +617,18 @@ std::vector<token> tokenize_expr(const std::string& s, int line) {
           case '"': v += '"'; break;
           case '0': v += '\0'; break;
           case '\n': break;
+          case 'x': case 'u': case 'U': {  // \xNN, \uNNNN, \UNNNNNNNN (Python literals)
+            const std::size_t digits = x == 'x' ? 2 : x == 'u' ? 4 : 8;
+            if (e + digits >= s.size()) fail(line, "truncated escape in string literal");
+            const std::string hex = s.substr(e + 1, digits);
+            if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos)
+              fail(line, "bad escape in string literal");
+            utf8proc_uint8_t buf[4];
+            auto n = utf8proc_encode_char(static_cast<utf8proc_int32_t>(std::stoul(hex, nullptr, 16)), buf);
+            v.append(reinterpret_cast<char*>(buf), static_cast<std::size_t>(n));
+            e += digits;
+            break;
+          }
           default: v += '\\'; v += x;
         }
       }

@@ -52,6 +52,21 @@ TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
   EXPECT_EQ(render_ok("a {%+ if true %}b{% endif %}", ""), "a b");
 }
 
+TEST(ChatTemplate, ReadsPythonStringEscapes) {
+  EXPECT_EQ(render_ok(R"({{ '\x41\u00e9\U0001F600\t|' }})", ""), "A\xc3\xa9\xf0\x9f\x98\x80\t|");
+  EXPECT_EQ(render_ok(R"({{ ('na\u00efve' | length) ~ ' ' ~ 'x'[0] }})", ""), "5 x");
+}
+
+TEST(ChatTemplate, PrintsNumbersAndContainersLikePython) {
+  // Expected: python3-jinja2's render of the same source.
+  EXPECT_EQ(render_ok("{{ 2.5 }} {{ 0.1 }} {{ 1e16 }} {{ 1e-5 }} {{ 100.0 }} {{ 1 / 3 }} "
+                      "{{ 0.1 + 0.2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 123456789.5 * 1000 }} "
+                      "{{ [1.5, 'a', none] }} {{ {'k': \"it's\"} }}",
+                      ""),
+            "2.5 0.1 1e+16 1e-05 100.0 0.3333333333333333 0.30000000000000004 -4 2 "
+            "123456789500.0 [1.5, 'a', None] {'k': \"it's\"}");
+}
+
 TEST(ChatTemplate, RendersStrftimeNowFromTheGivenLocalClock) {
   EXPECT_EQ(render_ok("{{ strftime_now('%d %b %Y') }}", ""), "26 Jul 2024");
 }
