@@ -43,6 +43,16 @@ TEST(ChatTemplate, RendersTheFeatureTemplateLikePythonJinja2) {
         << "content: " << g.content;
 }
 
+TEST(ChatTemplate, RendersALlama31StyleTemplateLikePythonJinja2) {
+  // The date line comes from strftime_now (the fixed clock), as engines render it.
+  const auto source =
+      testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/llama31_style.jinja");
+  ASSERT_FALSE(source.empty());
+  for (const auto& g : testing::llama31_style_renders)
+    EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)
+        << "content: " << g.content;
+}
+
 TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
   // Expected strings are python3-jinja2's with trim_blocks and lstrip_blocks.
   EXPECT_EQ(render_ok("a\n  {% if true %}\n  b\n  {% endif %}\nc", ""), "a\n  b\nc");
