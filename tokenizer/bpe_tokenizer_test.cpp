@@ -1,5 +1,8 @@
 #include "tokenizer/bpe_tokenizer.hpp"
 
+#include <atomic>
+#include <thread>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -199,6 +202,24 @@ TEST_P(RealTokenizer, EncodesTenKilobytesLikeThePackagesOwnTokenizer) {
   auto chain = index::fingerprint_chain(got.data(), got.size(), 16);
   ASSERT_FALSE(chain.empty());
   EXPECT_EQ(chain.back(), g.last_block_hash);
+}
+
+TEST_P(RealTokenizer, EncodesTheSameOnManyThreadsAtOnce) {
+  auto t = load(GetParam());
+  ASSERT_TRUE(t);
+  const auto text = testing::ten_kb_text();
+  const ids want = encode_ok(*t, text);
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int n = 0; n < 4; ++n)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        auto r = t->encode(text);
+        if (!r || *r != want) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 TEST_P(RealTokenizer, KnowsItsSpecialTokens) {

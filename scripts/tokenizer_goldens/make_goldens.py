@@ -44,6 +44,10 @@ ENCODE_CASES = [
     ("special_text", "<|im_start|>user\nhi<|im_end|>\n<|begin_of_text|>x<|eot_id|><think>y</think>"),
     ("contractions", "I'm SHE'LL they'RE don't We'd it's"),
     ("code", "def f(x):\n    return x**2  # comment\n\tif (a != b) { c++; }"),
+    # pieces longer than 48 symbols take the heap merge path
+    ("long_letters", "a" * 600),
+    ("long_spaces", " " * 700),
+    ("long_mixed_runs", "   \t\t\n\n  \r\n" * 20 + "ab" * 60),
 ]
 
 
