@@ -491,6 +491,22 @@ std::string prepare_source(std::string_view in) {
   return s;
 }
 
+/// Finds `close` at or after `from`; in expression tags a delimiter inside a string literal
+/// does not count (`{{ '}}' }}`).
+std::size_t find_tag_end(std::string_view src, std::size_t from, const char* close, bool strings) {
+  for (std::size_t n = from; n + 1 < src.size(); ++n) {
+    const char c = src[n];
+    if (strings && (c == '\'' || c == '"')) {
+      for (++n; n < src.size() && src[n] != c; ++n)
+        if (src[n] == '\\') ++n;
+      if (n >= src.size()) return std::string_view::npos;
+      continue;
+    }
+    if (c == close[0] && src[n + 1] == close[1]) return n;
+  }
+  return std::string_view::npos;
+}
+
 std::vector<tag> lex(std::string_view src) {
   std::vector<tag> out;
   int line = 1;
@@ -538,7 +554,7 @@ std::vector<tag> lex(std::string_view src) {
     count_lines(pos, open);
     if (!text.empty()) out.push_back({tag::text, text, line});
     const char* close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
-    std::size_t end = src.find(close, inner);
+    std::size_t end = find_tag_end(src, inner, close, kind != '#');
     if (end == std::string_view::npos) fail(line, std::string("unclosed '{") + kind + "'");
     std::size_t content_end = end;
     bool right_minus = false;

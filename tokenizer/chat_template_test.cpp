@@ -62,6 +62,10 @@ TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
   EXPECT_EQ(render_ok("a {%+ if true %}b{% endif %}", ""), "a b");
 }
 
+TEST(ChatTemplate, TagDelimitersInsideStringLiteralsDoNotEndTheTag) {
+  EXPECT_EQ(render_ok("{{ '}}' }}|{% set x = '%}' %}{{ x }}|{{ \"a'}}\" }}", ""), "}}|%}|a'}}");
+}
+
 TEST(ChatTemplate, ReadsPythonStringEscapes) {
   EXPECT_EQ(render_ok(R"({{ '\x41\u00e9\U0001F600\t|' }})", ""), "A\xc3\xa9\xf0\x9f\x98\x80\t|");
   EXPECT_EQ(render_ok(R"({{ ('na\u00efve' | length) ~ ' ' ~ 'x'[0] }})", ""), "5 x");
