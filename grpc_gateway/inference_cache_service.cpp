@@ -32,6 +32,13 @@ std::int64_t micros_since(steady::time_point start) {
 
 bool is_reserved(const std::string& tenant) { return tenant == index::reserved_tenant; }
 
+/// Fills a TIMEOUT answer: no scores, no adapter echo, the prompt's tokens when there are
+/// some (spec/lookup.md H5/H9; a tokenization abandoned at the deadline has none).
+void set_timeout(v1::LookupRouteResponse* resp, const std::vector<std::uint32_t>* echo) {
+  resp->set_reason_code(std::string(index::reason::timeout));
+  if (echo) resp->mutable_token_ids()->Add(echo->begin(), echo->end());
+}
+
 }  // namespace
 
 /// The live server streams: closed together at shutdown; metrics streams get ticks.
@@ -457,15 +464,13 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
        start](tokenizer::tokenize_result r) mutable {
         if (probe_) probe_->on_tokenize(tokenizer::outcome_name(r.outcome), r.seconds);
         if (r.outcome == tokenizer::tokenize_outcome::timeout) {  // abandoned: no echo
-          resp->set_reason_code(std::string(index::reason::timeout));
+          set_timeout(resp, nullptr);
           finish_lookup(reactor, resp, request.model_id, start);
           return;
         }
         if (r.outcome == tokenizer::tokenize_outcome::ok) request.prompt_tokens = std::move(r.tokens);
         if (steady::now() >= effective) {  // H5: expired meanwhile, echo what was produced
-          resp->set_reason_code(std::string(index::reason::timeout));
-          if (request.prompt_tokens)
-            resp->mutable_token_ids()->Add(request.prompt_tokens->begin(), request.prompt_tokens->end());
+          set_timeout(resp, request.prompt_tokens ? &*request.prompt_tokens : nullptr);
           finish_lookup(reactor, resp, request.model_id, start);
           return;
         }
@@ -479,17 +484,13 @@ void inference_cache_service::ask_lookup(actors::runtime* rt, index::lookup_rout
                                          grpc::ServerUnaryReactor* reactor,
                                          v1::LookupRouteResponse* resp, steady::time_point start) {
   std::string model = request.model_id;
-  std::vector<std::uint32_t> echo;  // TIMEOUT answers echo the prompt's tokens (H9)
-  if (request.prompt_tokens) echo = *request.prompt_tokens;
+  // A TIMEOUT by the runtime's deadline timer echoes the prompt's tokens (H9).
+  std::optional<std::vector<std::uint32_t>> echo = request.prompt_tokens;
   rt->lookup(std::move(request), deadline,
              [this, reactor, resp, start, model = std::move(model), echo = std::move(echo)](
                  std::optional<index::lookup_route_response> r) {
-               if (r) {
-                 proto::to_proto(*r, resp);
-               } else {
-                 resp->set_reason_code(std::string(index::reason::timeout));
-                 resp->mutable_token_ids()->Add(echo.begin(), echo.end());
-               }
+               if (r) proto::to_proto(*r, resp);
+               else set_timeout(resp, echo ? &*echo : nullptr);
                finish_lookup(reactor, resp, model, start);
              });
 }

@@ -58,12 +58,13 @@ class PromptText : public ::testing::Test {
           R"({"chat_template": "{% for m in messages %}<|x|>{{ m.content }}{% endfor %}<|x|>"})");
   }
 
-  void start(const std::string& models_dir) {
+  void start(const std::string& models_dir, const std::string& binary = IC_SERVER_BINARY) {
     write(fs::path(dir_) / "policy.json",
           R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":0},)"
-          R"({"namespace":"slow","lookupTimeoutMs":1}],"tenants":[]})");
+          R"({"namespace":"slow","lookupTimeoutMs":1},)"
+          R"({"namespace":"budget","lookupTimeoutMs":300}],"tenants":[]})");
     server_ = test::server_process::start(
-        IC_SERVER_BINARY,
+        binary,
         {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
          "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir_ + "/data",
          "--insecure-disable-auth", "--engine-block-size=" + std::to_string(kBlock),
@@ -74,9 +75,10 @@ class PromptText : public ::testing::Test {
   }
 
   /// Reports `tokens` (fingerprinted here, as the engine's adapter would) for `replica`.
-  void report_tokens(const std::string& model, const std::string& replica, const ids& tokens) {
+  void report_tokens(const std::string& model, const std::string& replica, const ids& tokens,
+                     const std::string& tenant = "t") {
     v1::CacheStateUpdate u;
-    u.set_tenant_id("t");
+    u.set_tenant_id(tenant);
     u.set_model_id(model);
     u.set_hash_scheme("vllm");
     u.set_replica_id(replica);
@@ -224,6 +226,33 @@ TEST_F(PromptText, CliLookupPromptAndReportTokensCloseTheLoop) {
   std::tie(rc, out) = cli({"lookup", "--prompt=hello hello hello", "--fail-on-no-hint"});
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("r9"), std::string::npos) << out;
+}
+
+TEST_F(PromptText, ABudgetThatPassesInTheIndexAskAnswersTimeoutWithTheTokens) {
+  // The test-hooks server stalls each lookup decision by 1.5 s; tenant "budget" allows 300 ms.
+  // Tokenizing a short prompt takes microseconds, so the deadline passes in the index ask
+  // and the TIMEOUT echoes the tokens (H9), never the adapter.
+  write_tiny_model("org/tiny");
+  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
+  start(models_.string(), IC_TESTHOOKS_SERVER_BINARY);
+  ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
+  auto bpe = tokenizer::bpe_tokenizer::load(tokenizer::testing::tiny_byte_level().dump());
+  auto want = (*bpe)->encode("<|x|>hello<|x|>");
+  ASSERT_TRUE(want);
+  report_tokens("org/tiny", "r1", *want, "budget");  // the tenant's actor now exists
+  v1::LookupRouteRequest r;
+  r.set_tenant_id("budget");
+  r.set_model_id("org/tiny");
+  r.set_hash_scheme("vllm");
+  r.set_prompt_text("hello");
+  r.set_adapter_id("lora-x");
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 20s);
+  v1::LookupRouteResponse resp;
+  ASSERT_TRUE(stub_->LookupRoute(&ctx, r, &resp).ok());
+  EXPECT_EQ(resp.reason_code(), "TIMEOUT");
+  EXPECT_EQ(echo(resp), *want);
+  EXPECT_TRUE(resp.adapter_id().empty());
 }
 
 TEST_F(PromptText, AnUnreadableModelsDirIsLoggedAndLookupsFailOpen) {
