@@ -187,8 +187,8 @@ void json_string(const std::string& s, std::string& out) {
       case '\t': out += "\\t"; break;
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); out += b; }
+      default:  // Python's json escapes only control characters below 0x20 here
+        if (c < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", c); out += b; }
         else out += static_cast<char>(c);
     }
   }

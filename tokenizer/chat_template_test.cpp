@@ -66,6 +66,10 @@ TEST(ChatTemplate, TagDelimitersInsideStringLiteralsDoNotEndTheTag) {
   EXPECT_EQ(render_ok("{{ '}}' }}|{% set x = '%}' %}{{ x }}|{{ \"a'}}\" }}", ""), "}}|%}|a'}}");
 }
 
+TEST(ChatTemplate, TojsonEscapesLikePythonJsonWithoutAsciiEscaping) {
+  EXPECT_EQ(render_ok(R"({{ "a\x7fb\x01c\u00e9" | tojson }})", ""), "\"a\x7f" "b\\u0001c\xc3\xa9\"");
+}
+
 TEST(ChatTemplate, ReadsPythonStringEscapes) {
   EXPECT_EQ(render_ok(R"({{ '\x41\u00e9\U0001F600\t|' }})", ""), "A\xc3\xa9\xf0\x9f\x98\x80\t|");
   EXPECT_EQ(render_ok(R"({{ ('na\u00efve' | length) ~ ' ' ~ 'x'[0] }})", ""), "5 x");
