@@ -805,37 +805,19 @@ class expr_parser {
       }
     }
   }
-  expr_ptr parse_math1() {
-    auto e = parse_concat();
-    while (is_op("+") || is_op("-")) {
+  /// Binary operators from the loosest level (+ -) to the tightest (**), as Jinja's
+  /// parse_math1 → parse_concat → parse_math2 → parse_pow; all left-associative.
+  expr_ptr parse_math1(std::size_t level = 0) {
+    static const std::vector<std::vector<std::string>> levels = {
+        {"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}};
+    if (level == levels.size()) return parse_unary();
+    auto e = parse_math1(level + 1);
+    for (;;) {
+      const auto& ops = levels[level];
+      if (peek().k != token::op || std::find(ops.begin(), ops.end(), peek().s) == ops.end()) return e;
       std::string op = t_[p_++].s;
-      e = bin(expr::binary, op, std::move(e), parse_concat());
+      e = bin(expr::binary, op, std::move(e), parse_math1(level + 1));
     }
-    return e;
-  }
-  expr_ptr parse_concat() {
-    auto e = parse_math2();
-    while (is_op("~")) {
-      ++p_;
-      e = bin(expr::binary, "~", std::move(e), parse_math2());
-    }
-    return e;
-  }
-  expr_ptr parse_math2() {
-    auto e = parse_pow();
-    while (is_op("*") || is_op("/") || is_op("//") || is_op("%")) {
-      std::string op = t_[p_++].s;
-      e = bin(expr::binary, op, std::move(e), parse_pow());
-    }
-    return e;
-  }
-  expr_ptr parse_pow() {
-    auto e = parse_unary();
-    while (is_op("**")) {
-      ++p_;
-      e = bin(expr::binary, "**", std::move(e), parse_unary());
-    }
-    return e;
   }
   expr_ptr parse_unary() {
     if (is_op("-") || is_op("+")) {
