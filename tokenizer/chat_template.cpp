@@ -745,12 +745,14 @@ class expr_parser {
     return e;
   }
 
-  /// An expression without a trailing ternary (for `for x in y if cond`).
-  expr_ptr parse_or() {
-    auto e = parse_and();
-    while (is_name("or")) {
+  /// An expression without a trailing ternary (for `for x in y if cond`): `or` over `and`.
+  expr_ptr parse_or(bool and_level = false) {
+    const char* word = and_level ? "and" : "or";
+    auto next = [&] { return and_level ? parse_not() : parse_or(true); };
+    auto e = next();
+    while (is_name(word)) {
       ++p_;
-      e = bin(expr::logical_or, "or", std::move(e), parse_and());
+      e = bin(and_level ? expr::logical_and : expr::logical_or, word, std::move(e), next());
     }
     return e;
   }
@@ -767,14 +769,6 @@ class expr_parser {
     e->id = std::move(op);
     e->args.push_back(std::move(a));
     e->args.push_back(std::move(b));
-    return e;
-  }
-  expr_ptr parse_and() {
-    auto e = parse_not();
-    while (is_name("and")) {
-      ++p_;
-      e = bin(expr::logical_and, "and", std::move(e), parse_not());
-    }
     return e;
   }
   expr_ptr parse_not() {

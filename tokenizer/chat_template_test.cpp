@@ -34,23 +34,23 @@ std::string render_ok(const std::string& source, const std::string& content,
   return r ? *r : std::string();
 }
 
-TEST(ChatTemplate, RendersTheFeatureTemplateLikePythonJinja2) {
-  const auto source =
-      testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/features.jinja");
-  ASSERT_FALSE(source.empty());
-  for (const auto& g : testing::features_renders)
+/// Renders tokenizer/testdata/<file> for every golden's content and compares.
+template <std::size_t N>
+void expect_renders(const std::string& file, const testing::render_golden (&goldens)[N]) {
+  const auto source = testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/" + file);
+  ASSERT_FALSE(source.empty()) << file;
+  for (const auto& g : goldens)
     EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)
-        << "content: " << g.content;
+        << file << ", content: " << g.content;
+}
+
+TEST(ChatTemplate, RendersTheFeatureTemplateLikePythonJinja2) {
+  expect_renders("features.jinja", testing::features_renders);
 }
 
 TEST(ChatTemplate, RendersALlama31StyleTemplateLikePythonJinja2) {
   // The date line comes from strftime_now (the fixed clock), as engines render it.
-  const auto source =
-      testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/llama31_style.jinja");
-  ASSERT_FALSE(source.empty());
-  for (const auto& g : testing::llama31_style_renders)
-    EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)
-        << "content: " << g.content;
+  expect_renders("llama31_style.jinja", testing::llama31_style_renders);
 }
 
 TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
