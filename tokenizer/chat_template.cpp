@@ -31,9 +31,6 @@ struct value;
 using list_t = std::vector<value>;
 using dict_t = std::vector<std::pair<std::string, value>>;  // insertion order, like dict
 
-struct undefined_t {};
-struct none_t {};
-struct builtin_fn;
 
 struct value {
   enum kind { undef, none, boolean, integer, real, string, list, dict, ns, func };
@@ -676,7 +673,7 @@ const std::set<std::string>& known_filters() {
       "trim", "length", "count", "tojson", "join", "reject", "select", "rejectattr", "selectattr",
       "default", "d", "upper", "lower", "items", "list", "first", "last", "replace", "string",
       "int", "float", "abs", "capitalize", "title", "safe", "escape", "e", "map", "unique",
-      "reverse", "round", "sum", "max", "min", "wordcount", "dictsort", "indent", "center"};
+      "reverse", "round", "sum", "max", "min", "wordcount", "dictsort"};
   return f;
 }
 const std::set<std::string>& known_tests() {
@@ -1862,7 +1859,6 @@ class renderer {
       return best;
     }
     if (f == "wordcount") return value::of_int(static_cast<std::int64_t>(split(need_str(), nullptr, -1).size()));
-    if (f == "indent" || f == "center") throw render_error("filter '" + f + "' is not supported");
     throw render_error("unknown filter " + f);
   }
 

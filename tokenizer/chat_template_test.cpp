@@ -102,6 +102,7 @@ TEST(ChatTemplate, RefusesUnsupportedSyntaxAtParseTimeNamingTheLine) {
   };
   expect_refused("ok\n{% macro m() %}{% endmacro %}", "line 2: unsupported tag 'macro'");
   expect_refused("{{ x | frobnicate }}", "unsupported filter 'frobnicate'");
+  expect_refused("{{ x | indent(4) }}", "unsupported filter 'indent'");
   expect_refused("{{ x is frob }}", "unsupported test 'frob'");
   expect_refused("{{ x.frob() }}", "unsupported method 'frob'");
   expect_refused("{{ frob(1) }}", "unsupported function call 'frob'");
