@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "grpc_gateway/stream_channel.hpp"
+#include "index/route_lookup.hpp"
 #include "index/types.hpp"
 #include "proto/translate.hpp"
 
@@ -30,6 +31,13 @@ std::int64_t micros_since(steady::time_point start) {
 }
 
 bool is_reserved(const std::string& tenant) { return tenant == index::reserved_tenant; }
+
+/// Fills a TIMEOUT answer: no scores, no adapter echo, the prompt's tokens when there are
+/// some (spec/lookup.md H5/H9; a tokenization abandoned at the deadline has none).
+void set_timeout(v1::LookupRouteResponse* resp, const std::vector<std::uint32_t>* echo) {
+  resp->set_reason_code(std::string(index::reason::timeout));
+  if (echo) resp->mutable_token_ids()->Add(echo->begin(), echo->end());
+}
 
 }  // namespace
 
@@ -434,29 +442,68 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
   }
   // H1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
   auto deadline = client_deadline(ctx);
-  const auto budget_ms = rt->policy_of(req->tenant_id()).lookup_timeout_ms;
-  if (budget_ms > 0) {
-    auto budget = start + std::chrono::milliseconds(budget_ms);
+  const auto policy = rt->policy_of(req->tenant_id());
+  if (policy.lookup_timeout_ms > 0) {
+    auto budget = start + std::chrono::milliseconds(policy.lookup_timeout_ms);
     deadline = deadline ? std::min(*deadline, budget) : budget;
   }
-  const auto effective = deadline.value_or(start + options_.max_lookup_wait);
-  std::string model = req->model_id();
-  rt->lookup(proto::from_proto(*req), effective,
-                  [this, reactor, resp, start, model = std::move(model)](
-                      std::optional<index::lookup_route_response> r) {
-                    if (r) {
-                      proto::to_proto(*r, resp);
-                    } else {
-                      resp->set_reason_code(std::string(index::reason::timeout));
-                    }
-                    const auto us = micros_since(start);
-                    resp->set_lookup_latency_us(us);
-                    if (probe_)
-                      probe_->on_lookup(model, resp->reason_code(), resp->replica_scores_size() > 0,
-                                        static_cast<double>(us) / 1e6);
-                    reactor->Finish(grpc::Status::OK);
-                  });
+  auto request = proto::from_proto(*req);
+  if (!index::needs_prompt_tokens(request, policy) || options_.tokenizer == nullptr) {
+    ask_lookup(rt, std::move(request), deadline.value_or(start + options_.max_lookup_wait), reactor,
+               resp, start);
+    return reactor;
+  }
+  // H2/H5: tokenize on the service's threads under the deadline (5 s when there is none);
+  // this thread returns at once. Without tokens the index fails the lookup open.
+  const auto effective = deadline.value_or(start + options_.default_tokenize_bound);
+  std::string text = request.prompt_text;
+  const std::string model = request.model_id;
+  options_.tokenizer->tokenize(
+      model, std::move(text), effective,
+      [this, rt, request = std::move(request), effective, reactor, resp,
+       start](tokenizer::tokenize_result r) mutable {
+        if (probe_) probe_->on_tokenize(tokenizer::outcome_name(r.outcome), r.seconds);
+        if (r.outcome == tokenizer::tokenize_outcome::timeout) {  // abandoned: no echo
+          set_timeout(resp, nullptr);
+          finish_lookup(reactor, resp, request.model_id, start);
+          return;
+        }
+        if (r.outcome == tokenizer::tokenize_outcome::ok) request.prompt_tokens = std::move(r.tokens);
+        if (steady::now() >= effective) {  // H5: expired meanwhile, echo what was produced
+          set_timeout(resp, request.prompt_tokens ? &*request.prompt_tokens : nullptr);
+          finish_lookup(reactor, resp, request.model_id, start);
+          return;
+        }
+        ask_lookup(rt, std::move(request), effective, reactor, resp, start);
+      });
   return reactor;
+}
+
+void inference_cache_service::ask_lookup(actors::runtime* rt, index::lookup_route_request request,
+                                         steady::time_point deadline,
+                                         grpc::ServerUnaryReactor* reactor,
+                                         v1::LookupRouteResponse* resp, steady::time_point start) {
+  std::string model = request.model_id;
+  // A TIMEOUT by the runtime's deadline timer echoes the prompt's tokens (H9).
+  std::optional<std::vector<std::uint32_t>> echo = request.prompt_tokens;
+  rt->lookup(std::move(request), deadline,
+             [this, reactor, resp, start, model = std::move(model), echo = std::move(echo)](
+                 std::optional<index::lookup_route_response> r) {
+               if (r) proto::to_proto(*r, resp);
+               else set_timeout(resp, echo ? &*echo : nullptr);
+               finish_lookup(reactor, resp, model, start);
+             });
+}
+
+void inference_cache_service::finish_lookup(grpc::ServerUnaryReactor* reactor,
+                                            v1::LookupRouteResponse* resp, const std::string& model,
+                                            steady::time_point start) {
+  const auto us = micros_since(start);
+  resp->set_lookup_latency_us(us);
+  if (probe_)
+    probe_->on_lookup(model, resp->reason_code(), resp->replica_scores_size() > 0,
+                      static_cast<double>(us) / 1e6);
+  reactor->Finish(grpc::Status::OK);
 }
 
 grpc::ServerUnaryReactor* inference_cache_service::GetCacheState(

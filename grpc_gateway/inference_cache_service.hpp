@@ -4,7 +4,9 @@
 // back; they never block a gRPC callback thread (every answer is delivered from the
 // runtime's callback). Fail-open outcomes are normal responses: a lookup whose deadline
 // (min(client deadline, the tenant's lookupTimeoutMs)) passes answers TIMEOUT, never an
-// error. RenderTemplate and LookupPDRoute answer the reference's fail-open values
+// error. A lookup that reads `prompt_text` is tokenized first by the tokenize service (its
+// own threads, under the same deadline, 5 s when there is no other), then asked like a
+// token_ids lookup. RenderTemplate and LookupPDRoute answer the reference's fail-open values
 // (spec/extensions.md §7).
 #pragma once
 
@@ -16,12 +18,14 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <condition_variable>
 #include <vector>
 
 #include "actors/runtime.hpp"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "tokenizer/tokenize_service.hpp"
 
 namespace ic::grpc_gateway {
 
@@ -34,6 +38,8 @@ class gateway_probe {
                          bool /*hint_used*/, double /*seconds*/) {}
   /// Inputs dropped before reaching the journal (RESERVED_TENANT), by reason.
   virtual void on_dropped(const std::string& /*reason*/, std::int64_t /*count*/) {}
+  /// One prompt_text tokenization ended (`outcome` = tokenizer::outcome_name).
+  virtual void on_tokenize(std::string_view /*outcome*/, double /*seconds*/) {}
 };
 
 /// One current metric series for StreamMetrics (spec/extensions.md §6).
@@ -58,6 +64,11 @@ struct service_options {
   std::size_t stream_buffer = 4096;
   /// `--metrics-stream-interval`. Default 5 s.
   std::chrono::nanoseconds metrics_interval = std::chrono::seconds(5);
+  /// Tokenizes `prompt_text` (not owned; outlives the service). Default none: prompt_text
+  /// lookups fail open.
+  tokenizer::tokenize_service* tokenizer = nullptr;
+  /// Bound on a prompt_text lookup without any other deadline (spec/lookup.md H2). Default 5 s.
+  std::chrono::milliseconds default_tokenize_bound{5'000};
 };
 
 class stream_registry;
@@ -113,6 +124,16 @@ class inference_cache_service final
 
  private:
   void metrics_ticker();
+  /// Asks the runtime for `request` and finishes the RPC with its answer (TIMEOUT, echoing
+  /// any prompt tokens, when `deadline` passes first).
+  void ask_lookup(actors::runtime* rt, index::lookup_route_request request,
+                  std::chrono::steady_clock::time_point deadline, grpc::ServerUnaryReactor* reactor,
+                  inferencecache::v1alpha1::LookupRouteResponse* resp,
+                  std::chrono::steady_clock::time_point start);
+  /// Finishes a LookupRoute with `resp` as filled (latency and metrics added here).
+  void finish_lookup(grpc::ServerUnaryReactor* reactor,
+                     inferencecache::v1alpha1::LookupRouteResponse* resp, const std::string& model,
+                     std::chrono::steady_clock::time_point start);
 
   std::atomic<actors::runtime*> runtime_{nullptr};
   gateway_probe* probe_;

@@ -31,6 +31,17 @@ void fingerprint_tokens(const std::vector<std::uint32_t>& tokens, int block_size
 
 }  // namespace
 
+bool reads_prompt_text(const lookup_route_request& r, bool chain_on) {
+  return !r.prompt_text.empty() &&
+         (!chain_on || (r.block_hashes.empty() && r.block_token_counts.empty())) &&
+         r.prefix_hash.empty() && r.token_ids.empty();
+}
+
+bool needs_prompt_tokens(const lookup_route_request& r, const policy::resolved_policy& pol) {
+  return r.tenant_id != reserved_tenant && !(pol.require_chain && !raw_chain_valid(r)) &&
+         reads_prompt_text(r, pol.enable_chain_matching);
+}
+
 resolved_input resolve_input(const lookup_route_request& r, bool chain_on,
                              const route_options& options) {
   resolved_input out;
@@ -55,8 +66,30 @@ resolved_input resolve_input(const lookup_route_request& r, bool chain_on,
       out.counts = std::move(counts);
     }
   };
-  // Without a tokenizer the tokenize call errors: fail open, no echo.
-  auto from_prompt = [&]() { out.fail_open = true; };
+  // No tokens (no tokenizer, an error) or too many: fail open, no echo; no full block:
+  // fail open with the echo.
+  auto from_prompt = [&]() {
+    if (!r.prompt_tokens || r.prompt_tokens->empty() ||
+        r.prompt_tokens->size() > options.max_lookup_tokens) {
+      out.fail_open = true;
+      return;
+    }
+    const auto& tokens = *r.prompt_tokens;
+    fingerprint_tokens(tokens, options.block_size, out.chain, out.counts);
+    out.echo_tokens = tokens;
+    if (out.chain.empty()) {
+      out.fail_open = true;
+      return;
+    }
+    std::int64_t sum = 0;
+    for (auto c : out.counts) sum += c;
+    out.exact_key = out.chain.back();
+    out.exact_count = static_cast<std::int32_t>(sum);
+    if (!chain_on) {
+      out.chain.clear();
+      out.counts.clear();
+    }
+  };
 
   if (chain_on) {
     if (!r.block_hashes.empty() || !r.block_token_counts.empty() || !r.prefix_hash.empty()) {
@@ -122,10 +155,7 @@ route_plan plan_route(const lookup_route_request& r, const policy::resolved_poli
   }
   const bool chain_on = pol.enable_chain_matching;
   // H2: default tokenize bound (the caller applies it when it has no other deadline).
-  plan.default_tokenize_bound =
-      !r.prompt_text.empty() &&
-      (!chain_on || (r.block_hashes.empty() && r.block_token_counts.empty())) &&
-      r.prefix_hash.empty() && r.token_ids.empty();
+  plan.default_tokenize_bound = reads_prompt_text(r, chain_on);
   // H4: requireChain gate on the raw request.
   if (pol.require_chain && !raw_chain_valid(r)) {
     lookup_route_response resp;

@@ -10,8 +10,9 @@
 //   ic::index::commit_route(idx, decision);                      // H13: LFU credit
 //   return decision.response;                                    // caller sets latency
 //
-// `route_lookup` runs all of it without a deadline. No tokenizer is configured in this
-// layer: `prompt_text` requests fail open to NO_HINT (§3.2 step 3, default build). Time is an
+// `route_lookup` runs all of it without a deadline. The tokenizer is not part of this layer:
+// the caller tokenizes `prompt_text` when `needs_prompt_tokens` says the resolution will read
+// it, and passes the result as `prompt_tokens` (absent = fail open, §3.2 step 3). Time is an
 // input; `lookup_latency_us` is left for the caller, who owns the clock.
 #pragma once
 
@@ -46,7 +47,7 @@ struct route_plan {
   index_lookup_request index_request;
   /// effectivePrefixTokens (H7).
   std::int64_t effective_prefix_tokens = 0;
-  /// Tokens produced from prompt_text (always empty without a tokenizer).
+  /// Tokens produced from prompt_text (the request's `prompt_tokens`), echoed.
   std::vector<std::uint32_t> echo_tokens;
   /// The resolved chain (before the chainOn strip); affinity seeds from it.
   std::vector<std::string> resolved_chain;
@@ -72,6 +73,14 @@ struct resolved_input {
 };
 resolved_input resolve_input(const lookup_route_request& request, bool chain_on,
                              const route_options& options = {});
+
+/// Returns true when §3.2 resolution reads `prompt_text` (no explicit fingerprint or
+/// token_ids take precedence); H2's default 5 s bound applies exactly then.
+bool reads_prompt_text(const lookup_route_request& request, bool chain_on);
+
+/// Returns true when a lookup would reach resolution and read `prompt_text` (not the
+/// reserved tenant, not stopped by the requireChain gate): only then is tokenizing worth it.
+bool needs_prompt_tokens(const lookup_route_request& request, const policy::resolved_policy& policy);
 
 /// Returns effectivePrefixTokens of a resolution (H7).
 std::int64_t effective_prefix_tokens(const resolved_input& in);

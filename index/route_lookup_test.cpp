@@ -698,6 +698,76 @@ TEST(RouteLookup, PromptTextWithoutTokenizerFailsOpen) {  // H59
   EXPECT_TRUE(resp.adapter_id.empty());
 }
 
+// H50, H52 (tokenizer output), H54, H56–H59: the gateway's tokenizer output arrives as
+// `prompt_tokens` (absent = no tokenizer or an error).
+TEST(RouteLookup, PromptTokensMatchLikeTokenIdsAndAreEchoed) {  // H54
+  cache_index idx;
+  auto toks = tokens(2000000, 64);
+  subscriber_ingest(idx, "r1", toks);
+  auto r = req();
+  r.prompt_text = "the text the tokenizer read";
+  r.prompt_tokens = toks;
+  EXPECT_TRUE(needs_prompt_tokens(r, no_policy));
+  auto resp = route_lookup(idx, r, no_policy, t0);
+  EXPECT_EQ(resp.reason_code, "PREFIX_MATCH");
+  ASSERT_EQ(resp.replica_scores.size(), 1u);
+  EXPECT_EQ(resp.replica_scores[0].replica_id, "r1");
+  EXPECT_EQ(resp.token_ids, toks);
+}
+
+TEST(RouteLookup, NovelPromptTokensGetAffinityWithEcho) {  // H50
+  cache_index idx;
+  subscriber_ingest(idx, "r1", tokens(1000, 64));
+  auto r = req();
+  r.prompt_text = "novel";
+  r.prompt_tokens = tokens(7000, 64);
+  auto resp = route_lookup(idx, r, no_policy, t0);
+  EXPECT_EQ(resp.reason_code, "AFFINITY_HINT");
+  EXPECT_EQ(resp.token_ids, *r.prompt_tokens);
+}
+
+TEST(RouteLookup, PromptTokensBelowMinimumPrefixFailOpenWithEcho) {  // H56, H57
+  cache_index idx;
+  auto pol = policy_with([](auto& p) { p.minimum_prefix_tokens = 1000; });
+  auto r = req();
+  r.prompt_text = "short";
+  r.prompt_tokens = tokens(1, 64);
+  auto resp = route_lookup(idx, r, pol, t0);
+  EXPECT_EQ(resp.reason_code, "NO_HINT");
+  EXPECT_EQ(resp.token_ids.size(), 64u);
+  r.prompt_tokens = tokens(1, 8);  // no full block
+  resp = route_lookup(idx, r, no_policy, t0);
+  EXPECT_EQ(resp.reason_code, "NO_HINT");
+  EXPECT_EQ(resp.token_ids, tokens(1, 8));
+}
+
+TEST(RouteLookup, OversizedOrMissingPromptTokensFailOpenWithoutEcho) {  // H52, H58, H59
+  cache_index idx;
+  subscriber_ingest(idx, "r1", tokens(1000, 64));
+  auto r = req();
+  r.prompt_text = "x";
+  r.prompt_tokens = std::vector<std::uint32_t>((1u << 20) + 1, 7);
+  auto resp = route_lookup(idx, r, no_policy, t0);
+  EXPECT_EQ(resp.reason_code, "NO_HINT");
+  EXPECT_TRUE(resp.token_ids.empty());
+  r.prompt_tokens = std::vector<std::uint32_t>{};
+  EXPECT_TRUE(route_lookup(idx, r, no_policy, t0).token_ids.empty());
+}
+
+TEST(RouteLookup, PromptTextIsNotTokenizedWhenSomethingElseDecides) {
+  auto r = req();
+  r.prompt_text = "x";
+  r.token_ids = tokens(1, 16);
+  EXPECT_FALSE(needs_prompt_tokens(r, no_policy));  // token_ids win
+  r.token_ids.clear();
+  auto reserved = req(std::string(reserved_tenant));
+  reserved.prompt_text = "x";
+  EXPECT_FALSE(needs_prompt_tokens(reserved, no_policy));
+  auto gated = policy_with([](auto& p) { p.require_chain = true; });
+  EXPECT_FALSE(needs_prompt_tokens(r, gated));  // POLICY_REQUIRES_CHAIN comes first
+  EXPECT_TRUE(needs_prompt_tokens(r, no_policy));
+}
+
 TEST(RouteLookup, SubscriberBlocksMatchWithoutFalsePositives) {  // H60
   cache_index idx;
   std::vector<std::string> keys;

@@ -123,6 +123,10 @@ struct lookup_route_request {
   std::vector<std::uint32_t> token_ids;
   std::string prompt_text;
   std::string adapter_id;
+  /// The tokens the gateway's tokenizer made of `prompt_text` (chat template applied);
+  /// nullopt when it made none (no tokenizer for the model, an error, text too large, no
+  /// free slot), which fails the prompt_text path open (spec/lookup.md §3.2 step 3).
+  std::optional<std::vector<std::uint32_t>> prompt_tokens;
 };
 
 /// `ReplicaScore`.

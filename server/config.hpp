@@ -41,8 +41,9 @@ struct server_config {
   log_format format = log_format::json;
   /// `--log-level`, default "info": one of debug, info, warn, error.
   std::string log_level = "info";
-  /// `--tokenizer-models-dir`, default none: no tokenizer is built in, so it is ignored
-  /// with a warning and prompt_text lookups fail open.
+  /// `--tokenizer-models-dir`, default none (prompt_text lookups fail open): every model
+  /// folder under it (nested ids allowed) is loaded at startup; one that fails is logged and
+  /// its lookups fail open.
   std::string tokenizer_models_dir;
   /// `--data-dir`, default "./data": journal and snapshots. Created if missing.
   std::string data_dir = "./data";

@@ -88,6 +88,20 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
                               .Help("StreamCacheEvents subscribers cut off for falling behind")
                               .Register(r)
                               .Add({});
+  tokenizations_ = &prometheus::BuildCounter()
+                        .Name("inferencecache_tokenizations_total")
+                        .Help("prompt_text tokenizations by outcome (ok, unknown_model, "
+                              "text_too_large, busy, failed, timeout)")
+                        .Register(r);
+  tokenize_duration_ = &prometheus::BuildHistogram()
+                            .Name("inferencecache_tokenization_duration_seconds")
+                            .Help("prompt_text tokenization time (template render + encode), "
+                                  "queueing included")
+                            .Register(r)
+                            .Add({}, prometheus::Histogram::BucketBoundaries{
+                                         0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5});
+  for (const char* o : {"ok", "unknown_model", "text_too_large", "busy", "failed", "timeout"})
+    tokenizations_->Add({{"outcome", o}});
   journal_available_->Set(1);
   // Pre-create the drop reasons so dashboards see zeros.
   for (const char* reason :
@@ -169,6 +183,11 @@ void server_metrics::on_lookup(const std::string& model, const std::string& reas
 
 void server_metrics::on_dropped(const std::string& reason, std::int64_t count) {
   ingest_dropped_->Add({{"reason", reason}}).Increment(static_cast<double>(count));
+}
+
+void server_metrics::on_tokenize(std::string_view outcome, double seconds) {
+  tokenizations_->Add({{"outcome", std::string(outcome)}}).Increment();
+  if (outcome == "ok") tokenize_duration_->Observe(seconds);
 }
 
 std::string server_metrics::render() const {

@@ -53,6 +53,7 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   void on_lookup(const std::string& model, const std::string& reason_code, bool hint_used,
                  double seconds) override;
   void on_dropped(const std::string& reason, std::int64_t count) override;
+  void on_tokenize(std::string_view outcome, double seconds) override;
 
   /// Renders the Prometheus text exposition of every series.
   std::string render() const;
@@ -76,6 +77,8 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* journal_records_;
   prometheus::Gauge* journal_available_;
   prometheus::Counter* subscribers_dropped_;
+  prometheus::Family<prometheus::Counter>* tokenizations_;
+  prometheus::Histogram* tokenize_duration_;
   std::mutex models_mu_;
   std::set<std::string> models_seen_;
 };

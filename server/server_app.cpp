@@ -22,6 +22,7 @@
 #include "server/probe_json.hpp"
 #include "server/snapshot_json.hpp"
 #include "server/tls_credentials.hpp"
+#include "tokenizer/tokenize_service.hpp"
 
 #ifndef IC_GIT_COMMIT
 #define IC_GIT_COMMIT "unknown"
@@ -76,6 +77,9 @@ struct server_app::impl {
 
   server_metrics metrics;
   std::unique_ptr<actors::runtime> runtime;
+  // prompt_text tokenizations; the service holds a pointer to it. stop() ends it before the
+  // runtime (its pending answers still ask the runtime).
+  std::unique_ptr<tokenizer::tokenize_service> tokenizers;
   std::unique_ptr<grpc_gateway::inference_cache_service> service;
   std::unique_ptr<reloading_tls> tls;  // outlives grpc_server (declared before it)
   std::unique_ptr<grpc::Server> grpc_server;
@@ -229,6 +233,7 @@ struct server_app::impl {
     }
     grpc_gateway::service_options sopts;
     sopts.metrics_interval = cfg.metrics_stream_interval;
+    sopts.tokenizer = tokenizers.get();
     service = std::make_unique<grpc_gateway::inference_cache_service>(
         &metrics,
         [this] {
@@ -250,6 +255,31 @@ struct server_app::impl {
     }
     grpc_server->GetHealthCheckService()->SetServingStatus(false);
     return 0;
+  }
+
+  /// Loads every model under --tokenizer-models-dir (eagerly; each failure is logged and
+  /// that model's prompt_text lookups fail open). Without the flag prompt_text fails open.
+  void load_tokenizers() {
+    tokenizer::model_registry models;
+    if (!cfg.tokenizer_models_dir.empty()) {
+      const auto t0 = std::chrono::steady_clock::now();
+      tokenizer::registry_report report;
+      models = tokenizer::model_registry::load(cfg.tokenizer_models_dir, report);
+      if (!report.root_error.empty())
+        log_event(spdlog::level::err, "tokenizer_models_dir_error",
+                  {{"dir", cfg.tokenizer_models_dir}, {"error", report.root_error}});
+      for (const auto& [id, why] : report.failed)
+        log_event(spdlog::level::err, "tokenizer_model_failed", {{"model", id}, {"error", why}});
+      for (const auto& id : report.loaded)
+        log_event(spdlog::level::info, "tokenizer_model_loaded", {{"model", id}});
+      const std::chrono::duration<double> took = std::chrono::steady_clock::now() - t0;
+      log_lifecycle("tokenizer_models_loaded",
+                    {{"dir", cfg.tokenizer_models_dir},
+                     {"loaded", std::to_string(report.loaded.size())},
+                     {"failed", std::to_string(report.failed.size())},
+                     {"seconds", std::to_string(took.count())}});
+    }
+    tokenizers = std::make_unique<tokenizer::tokenize_service>(std::move(models));
   }
 
   int recover() {
@@ -308,10 +338,7 @@ struct server_app::impl {
                 {{"reason", "--insecure-disable-auth: the admin port is unauthenticated"}});
     else
       log_event(spdlog::level::info, "controller_auth_enabled", {{"mode", "admin-token-file"}});
-    if (!cfg.tokenizer_models_dir.empty())
-      log_event(spdlog::level::warn, "tokenizer_models_dir_ignored",
-                {{"dir", cfg.tokenizer_models_dir},
-                 {"reason", "no tokenizer is built in; prompt_text lookups fail open"}});
+    load_tokenizers();
 
     if (auto err = http.start(http_listen_address(cfg.http_bind_address)); !err.empty()) {
       log_event(spdlog::level::err, "serve_error", {{"listener", "http"}, {"error", err}});
@@ -355,6 +382,9 @@ struct server_app::impl {
       grpc_server->GetHealthCheckService()->SetServingStatus(false);
       grpc_server->Shutdown(std::chrono::system_clock::now() + 5s);
     }
+    // Pending tokenizations are answered (their lookups still reach the runtime) before
+    // the runtime stops.
+    tokenizers.reset();
     if (tls) tls->stop();
     // civetweb's stop takes about a second per server; stop both at once.
     std::thread stop_admin([this] { admin.stop(); });

@@ -1,7 +1,8 @@
 // The handler-level scenarios of spec/lookup.md §6.8 (H rows) against the real binary over
 // gRPC. One server holds every scenario, each under its own tenant (and, where a metric is
 // checked, its own model), so they cannot disturb each other; H1 runs first, on the empty
-// index. Rows that need a tokenizer or an injected slow index are covered by the index unit
+// index. Rows that need a tokenizer are covered by the index unit tests and end to end by
+// tests/prompt_text_test.cpp; rows that need an injected slow index by the index unit
 // tests (index/route_lookup_test.cpp) and by Rpc.MissedLookupBudgetAnswersTimeoutNotAnError.
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>

@@ -144,6 +144,8 @@ TEST_F(ToolsSmoke, CliUsageErrorsExitTwoWithOneLine) {
            {"lookup"},                                     // nothing to look up
            {"lookup", "--hashes=xyz!"},                    // bad hash
            {"lookup", "--tokens=1,2", "--hashes=00"},      // both
+           {"lookup", "--prompt=hi", "--tokens=1,2"},      // prompt with tokens
+           {"report", "--replica=r", "--tokens=1,2", "--block-tokens=4"},  // no full block
            {"report", "--hashes=0001"},                    // no replica
            {"frobnicate"},                                 // unknown verb
            {"watch", "--types=sometimes"},                 // unknown event type

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "index/fingerprint.hpp"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tools/cli/grpc_connect.hpp"
 #include "tools/common/cli_parse.hpp"
@@ -163,7 +164,7 @@ class stream_guard {
 
 struct lookup_options {
   std::string tenant = "default", model, scheme = "vllm", adapter;
-  std::string tokens, hashes, prefix;
+  std::string tokens, hashes, prefix, prompt;
   int block_tokens = 16;
   int prefix_tokens = 0;
   bool json = false;
@@ -177,10 +178,14 @@ int run_lookup(const verb_env& env, const lookup_options& o) {
   req.set_hash_scheme(o.scheme);
   req.set_adapter_id(o.adapter);
   std::string err;
-  if (o.tokens.empty() && o.hashes.empty() && o.prefix.empty())
-    return env.usage("give --tokens, --hashes or --prefix");
+  if (o.tokens.empty() && o.hashes.empty() && o.prefix.empty() && o.prompt.empty())
+    return env.usage("give --tokens, --hashes, --prefix or --prompt");
   if (!o.tokens.empty() && !o.hashes.empty())
     return env.usage("--tokens and --hashes cannot be combined");
+  if (!o.prompt.empty() && (!o.tokens.empty() || !o.hashes.empty() || !o.prefix.empty()))
+    return env.usage("--prompt cannot be combined with --tokens, --hashes or --prefix");
+  // The server applies the model's chat template to it (one user message) and tokenizes it.
+  req.set_prompt_text(o.prompt);
   if (!o.tokens.empty()) {
     auto toks = parse_u32_list(o.tokens, &err);
     if (!toks) return env.usage(err);
@@ -226,6 +231,11 @@ int run_lookup(const verb_env& env, const lookup_options& o) {
                   << tier_name(s.tier()) << "\n";
       }
     }
+    if (resp.token_ids_size() > 0) {  // prompt_text lookups echo the server's tokens
+      std::cout << "tokens (" << resp.token_ids_size() << "): ";
+      for (int i = 0; i < resp.token_ids_size(); ++i) std::cout << (i ? "," : "") << resp.token_ids(i);
+      std::cout << "\n";
+    }
   }
   // Like the reference gateway client, only PREFIX_MATCH with a replica is a routing hint.
   if (o.fail_on_no_hint && (resp.reason_code() != "PREFIX_MATCH" || resp.replica_scores_size() == 0))
@@ -239,7 +249,7 @@ int run_lookup(const verb_env& env, const lookup_options& o) {
 struct report_options {
   std::string file;
   std::string replica, tenant = "default", model, scheme = "vllm", adapter;
-  std::string hashes, prefix, tier = "t1";
+  std::string hashes, prefix, tokens, tier = "t1";
   int block_tokens = 16;
   int prefix_tokens = 0;
   bool json = false;
@@ -286,14 +296,17 @@ int run_report(const verb_env& env, const report_options& o) {
   std::vector<v1::CacheStateUpdate> updates;
   std::string err;
   if (!o.file.empty()) {
-    if (!o.hashes.empty() || !o.prefix.empty())
-      return env.usage("--file cannot be combined with --hashes or --prefix");
+    if (!o.hashes.empty() || !o.prefix.empty() || !o.tokens.empty())
+      return env.usage("--file cannot be combined with --hashes, --tokens or --prefix");
     std::string text;
     if (!read_file(o.file, &text, &err)) return env.usage(err);
     if (!parse_update_file(text, &updates, &err)) return env.usage(err);
   } else {
     if (o.replica.empty()) return env.usage("--replica is required (or give --file)");
-    if (o.hashes.empty() && o.prefix.empty()) return env.usage("give --hashes or --prefix");
+    if (o.hashes.empty() && o.prefix.empty() && o.tokens.empty())
+      return env.usage("give --hashes, --tokens or --prefix");
+    if (!o.hashes.empty() && !o.tokens.empty())
+      return env.usage("--hashes and --tokens cannot be combined");
     v1::CacheTier tier;
     if (o.tier == "t1" || o.tier == "T1") tier = v1::CACHE_TIER_T1;
     else if (o.tier == "t2" || o.tier == "T2") tier = v1::CACHE_TIER_T2;
@@ -317,6 +330,19 @@ int run_report(const verb_env& env, const report_options& o) {
       if (o.block_tokens <= 0) return env.usage("--block-tokens must be positive");
       for (auto& h : hs) {
         p->add_block_hashes(h);
+        p->add_block_token_counts(o.block_tokens);
+      }
+    }
+    if (!o.tokens.empty()) {
+      // Fingerprinted here as an engine adapter would (--block-tokens must equal the
+      // server's --engine-block-size for its lookups to match).
+      auto toks = parse_u32_list(o.tokens, &err);
+      if (!toks) return env.usage(err);
+      if (o.block_tokens <= 0) return env.usage("--block-tokens must be positive");
+      auto chain = ic::index::fingerprint_chain(toks->data(), toks->size(), o.block_tokens);
+      if (chain.empty()) return env.usage("--tokens holds no full block of --block-tokens tokens");
+      for (auto h : chain) {
+        p->add_block_hashes(ic::index::to_wire(h));
         p->add_block_token_counts(o.block_tokens);
       }
     }
@@ -665,6 +691,9 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   lookup->add_option("--prefix", lo.prefix, "Exact prefix hash (hex or base64)");
   lookup->add_option("--prefix-tokens", lo.prefix_tokens, "Token count of --prefix");
+  lookup->add_option("--prompt", lo.prompt,
+                     "Prompt text: the server renders the model's chat template and tokenizes it "
+                     "(needs --tokenizer-models-dir on the server)");
   lookup->add_flag("--json", lo.json, "Print the response as JSON");
   lookup->add_flag("--fail-on-no-hint", lo.fail_on_no_hint, "Exit 3 unless the answer is PREFIX_MATCH");
   lookup->callback([&] { action = [&](const verb_env& e) { return run_lookup(e, lo); }; });
@@ -682,6 +711,8 @@ int run(int argc, char** argv) {
   report->add_option("--block-tokens", ro.block_tokens, "Tokens per block")->capture_default_str();
   report->add_option("--prefix", ro.prefix, "Exact prefix hash (hex or base64)");
   report->add_option("--prefix-tokens", ro.prefix_tokens, "Token count of --prefix");
+  report->add_option("--tokens", ro.tokens,
+                     "Token ids 1,2,3,... fingerprinted here into --block-tokens blocks");
   report->add_option("--tier", ro.tier, "Cache tier t1|t2|t3")->capture_default_str();
   report->add_flag("--json", ro.json, "Print the Ack as JSON");
   report->callback([&] { action = [&](const verb_env& e) { return run_report(e, ro); }; });

@@ -1,0 +1,163 @@
+#include "tokenizer/chat_template.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "index/fingerprint.hpp"
+#include "tokenizer/bpe_tokenizer.hpp"
+#include "tokenizer/test_fixtures.hpp"
+
+namespace ic::tokenizer {
+namespace {
+
+/// The goldens' fixed local time: 2024-07-26 09:05:03 (a Friday).
+std::tm fixed_time() {
+  std::tm tm{};
+  tm.tm_year = 124;
+  tm.tm_mon = 6;
+  tm.tm_mday = 26;
+  tm.tm_hour = 9;
+  tm.tm_min = 5;
+  tm.tm_sec = 3;
+  tm.tm_wday = 5;
+  tm.tm_yday = 207;
+  return tm;
+}
+
+std::string render_ok(const std::string& source, const std::string& content,
+                      std::map<std::string, std::string> strings = {}) {
+  auto t = chat_template::parse(source);
+  EXPECT_TRUE(t) << (t ? "" : t.error());
+  if (!t) return {};
+  auto r = (*t)->render({{"user", content}}, strings, true, fixed_time);
+  EXPECT_TRUE(r) << (r ? "" : r.error());
+  return r ? *r : std::string();
+}
+
+/// Renders tokenizer/testdata/<file> for every golden's content and compares.
+template <std::size_t N>
+void expect_renders(const std::string& file, const testing::render_golden (&goldens)[N]) {
+  const auto source = testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/" + file);
+  ASSERT_FALSE(source.empty()) << file;
+  for (const auto& g : goldens)
+    EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)
+        << file << ", content: " << g.content;
+}
+
+TEST(ChatTemplate, RendersTheFeatureTemplateLikePythonJinja2) {
+  expect_renders("features.jinja", testing::features_renders);
+}
+
+TEST(ChatTemplate, RendersALlama31StyleTemplateLikePythonJinja2) {
+  // The date line comes from strftime_now (the fixed clock), as engines render it.
+  expect_renders("llama31_style.jinja", testing::llama31_style_renders);
+}
+
+TEST(ChatTemplate, AppliesTrimBlocksLstripBlocksAndDashControl) {
+  // Expected strings are python3-jinja2's with trim_blocks and lstrip_blocks.
+  EXPECT_EQ(render_ok("a\n  {% if true %}\n  b\n  {% endif %}\nc", ""), "a\n  b\nc");
+  EXPECT_EQ(render_ok("a  {%- if true -%}  b  {%- endif %} c", ""), "ab c");
+  EXPECT_EQ(render_ok("x {{ 1 }} \n{# note #}\ny", ""), "x 1 \ny");
+  EXPECT_EQ(render_ok("  {{- 'v' }}\n", ""), "v");  // one trailing newline is dropped
+  EXPECT_EQ(render_ok("a {%+ if true %}b{% endif %}", ""), "a b");
+}
+
+TEST(ChatTemplate, TagDelimitersInsideStringLiteralsDoNotEndTheTag) {
+  EXPECT_EQ(render_ok("{{ '}}' }}|{% set x = '%}' %}{{ x }}|{{ \"a'}}\" }}", ""), "}}|%}|a'}}");
+}
+
+TEST(ChatTemplate, TojsonEscapesLikePythonJsonWithoutAsciiEscaping) {
+  EXPECT_EQ(render_ok(R"({{ "a\x7fb\x01c\u00e9" | tojson }})", ""), "\"a\x7f" "b\\u0001c\xc3\xa9\"");
+}
+
+TEST(ChatTemplate, ReadsPythonStringEscapes) {
+  EXPECT_EQ(render_ok(R"({{ '\x41\u00e9\U0001F600\t|' }})", ""), "A\xc3\xa9\xf0\x9f\x98\x80\t|");
+  EXPECT_EQ(render_ok(R"({{ ('na\u00efve' | length) ~ ' ' ~ 'x'[0] }})", ""), "5 x");
+}
+
+TEST(ChatTemplate, PrintsNumbersAndContainersLikePython) {
+  // Expected: python3-jinja2's render of the same source.
+  EXPECT_EQ(render_ok("{{ 2.5 }} {{ 0.1 }} {{ 1e16 }} {{ 1e-5 }} {{ 100.0 }} {{ 1 / 3 }} "
+                      "{{ 0.1 + 0.2 }} {{ -7 // 2 }} {{ -7 % 3 }} {{ 123456789.5 * 1000 }} "
+                      "{{ [1.5, 'a', none] }} {{ {'k': \"it's\"} }}",
+                      ""),
+            "2.5 0.1 1e+16 1e-05 100.0 0.3333333333333333 0.30000000000000004 -4 2 "
+            "123456789500.0 [1.5, 'a', None] {'k': \"it's\"}");
+}
+
+TEST(ChatTemplate, RendersStrftimeNowFromTheGivenLocalClock) {
+  EXPECT_EQ(render_ok("{{ strftime_now('%d %b %Y') }}", ""), "26 Jul 2024");
+}
+
+TEST(ChatTemplate, LeavesToolsAndDocumentsUndefined) {
+  EXPECT_EQ(render_ok("{{ tools is defined }} {{ documents is defined }} {{ tools }}|", ""),
+            "False False |");
+}
+
+TEST(ChatTemplate, RefusesUnsupportedSyntaxAtParseTimeNamingTheLine) {
+  auto expect_refused = [](const std::string& src, const std::string& needle) {
+    auto t = chat_template::parse(src);
+    ASSERT_FALSE(t) << src;
+    EXPECT_NE(t.error().find(needle), std::string::npos) << t.error();
+  };
+  expect_refused("ok\n{% macro m() %}{% endmacro %}", "line 2: unsupported tag 'macro'");
+  expect_refused("{{ x | frobnicate }}", "unsupported filter 'frobnicate'");
+  expect_refused("{{ x | indent(4) }}", "unsupported filter 'indent'");
+  expect_refused("{{ x is frob }}", "unsupported test 'frob'");
+  expect_refused("{{ x.frob() }}", "unsupported method 'frob'");
+  expect_refused("{{ frob(1) }}", "unsupported function call 'frob'");
+  expect_refused("{% if x %}never closed", "missing end tag");
+  expect_refused("{{ 'open", "unclosed");
+  expect_refused("{% include 'x' %}", "unsupported tag 'include'");
+}
+
+TEST(ChatTemplate, RaiseExceptionFailsTheRender) {
+  auto t = chat_template::parse("{{ raise_exception('no system role') }}");
+  ASSERT_TRUE(t) << t.error();
+  auto r = (*t)->render({{"user", "x"}}, {}, true, fixed_time);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("no system role"), std::string::npos);
+}
+
+// ---- The real templates (tokenizer_config.json of the fixtures) ----------------------------
+
+class RealTemplate : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (testing::fixture_dir(GetParam()).empty()) GTEST_SKIP() << testing::fixture_skip_reason();
+    auto cfg = nlohmann::json::parse(
+        testing::read_file(testing::fixture_dir(GetParam()) + "/tokenizer_config.json"));
+    source_ = cfg.at("chat_template").get<std::string>();
+    for (const char* k : {"bos_token", "eos_token", "unk_token", "pad_token"})
+      if (cfg.contains(k) && cfg[k].is_string()) strings_[k] = cfg[k].get<std::string>();
+  }
+  const testing::chat_golden* begin() const {
+    return GetParam() == "llama3" ? std::begin(testing::llama3_chat) : std::begin(testing::qwen3_chat);
+  }
+  const testing::chat_golden* end() const {
+    return GetParam() == "llama3" ? std::end(testing::llama3_chat) : std::end(testing::qwen3_chat);
+  }
+  std::string source_;
+  std::map<std::string, std::string> strings_;
+};
+
+TEST_P(RealTemplate, RendersOneUserMessageLikePythonJinja2) {
+  for (const auto* g = begin(); g != end(); ++g)
+    EXPECT_EQ(render_ok(source_, g->content, strings_), g->rendered) << "content: " << g->content;
+}
+
+TEST_P(RealTemplate, RenderedPromptsEncodeToTheGoldenIdsAndBlockHashes) {
+  auto tok = bpe_tokenizer::load_file(testing::fixture_dir(GetParam()) + "/tokenizer.json");
+  ASSERT_TRUE(tok) << tok.error();
+  for (const auto* g = begin(); g != end(); ++g) {
+    auto ids = (*tok)->encode(render_ok(source_, g->content, strings_));
+    ASSERT_TRUE(ids) << ids.error();
+    EXPECT_EQ(*ids, g->ids) << "content: " << g->content;
+    EXPECT_EQ(index::fingerprint_chain(ids->data(), ids->size(), 16), g->block_hashes);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, RealTemplate, ::testing::Values("llama3", "qwen3"));
+
+}  // namespace
+}  // namespace ic::tokenizer
