@@ -40,6 +40,10 @@ kv_core::kv_core(core_options opts, op_log& log, adapter_registry& adapters, cor
   if (opts_.max_batch_entries == 0) opts_.max_batch_entries = 4096;
   if (opts_.max_tracked_blocks == 0) opts_.max_tracked_blocks = 1;
   if (!replay_) opts_.replay = false;
+  // Sized once for the bound: the memory an operator budgets for --max-tracked-blocks is
+  // taken up front, and the tables never rehash at the worst moment (A10).
+  m_.reserve(opts_.max_tracked_blocks);
+  r_.reserve(opts_.max_tracked_blocks);
   for (const auto& [id, name] : opts_.lora_names) adapters_.intern(name);
 }
 
