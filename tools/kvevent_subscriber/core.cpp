@@ -649,35 +649,43 @@ void kv_core::erase_r_if_dead(std::uint16_t adapter, std::uint64_t fp) {
   }
 }
 
+bool kv_core::forget_inferred(const r_key& k, std::int64_t expire_ms) {
+  auto it = inferred_.find(k);
+  if (it == inferred_.end() || it->second.expire_ms != expire_ms) return false;  // superseded
+  inferred_.erase(it);
+  if (r_slot* e = r_.find(k)) {
+    tier before = e->reported;
+    e->inferred = 0;
+    on_transition(*e, before, absent_mode::silent, false, 0, nullptr);
+    erase_r_if_dead(k.adapter, k.fp);
+  }
+  return true;
+}
+
+bool kv_core::forget_entry(const fifo_rec& rec) {
+  m_key k{rec.hash, rec.source, rec.group, rec.mclass};
+  m_slot* e = m_.find(k);
+  if (!e || e->stamp != rec.stamp) return false;  // stale record (removed or re-stored)
+  m_slot copy = *e;
+  m_.erase(k);
+  // We do not know the block left the engine (A10) or it was only a local T2 prediction
+  // (A12): no RPC; the server's TTL ages the key.
+  release_entry(copy, absent_mode::silent, false, 0, nullptr);
+  return true;
+}
+
 void kv_core::enforce_cap() {
   while (m_.size() + inferred_.size() >= opts_.max_tracked_blocks) {
-    if (!inferred_fifo_.empty()) {
-      // Inferred T2 entries are predictions: they go first.
+    if (!inferred_fifo_.empty()) {  // inferred T2 entries are predictions: they go first
       auto [k, expire] = inferred_fifo_.front();
       inferred_fifo_.pop_front();
-      auto it = inferred_.find(k);
-      if (it == inferred_.end() || it->second.expire_ms != expire) continue;
-      inferred_.erase(it);
-      if (r_slot* e = r_.find(k)) {
-        tier before = e->reported;
-        e->inferred = 0;
-        on_transition(*e, before, absent_mode::silent, false, 0, nullptr);
-        erase_r_if_dead(k.adapter, k.fp);
-      }
-      metrics_.tracked_evicted++;
+      if (forget_inferred(k, expire)) metrics_.tracked_evicted++;
       continue;
     }
     if (fifo_.empty()) break;
     fifo_rec rec = fifo_.front();
     fifo_.pop_front();
-    m_key k{rec.hash, rec.source, rec.group, rec.mclass};
-    m_slot* e = m_.find(k);
-    if (!e || e->stamp != rec.stamp) continue;  // stale record (removed or re-stored)
-    m_slot copy = *e;
-    m_.erase(k);
-    // A10: we do not know the block left the engine; the server's TTL ages the key.
-    release_entry(copy, absent_mode::silent, false, 0, nullptr);
-    metrics_.tracked_evicted++;
+    if (forget_entry(rec)) metrics_.tracked_evicted++;
   }
   if (fifo_.size() > 2 * m_.size() + 1024) {
     std::deque<fifo_rec> live;
@@ -693,25 +701,12 @@ void kv_core::expire(std::int64_t now_ms) {
   while (!inferred_fifo_.empty() && inferred_fifo_.front().second <= now_ms) {
     auto [k, expire] = inferred_fifo_.front();
     inferred_fifo_.pop_front();
-    auto it = inferred_.find(k);
-    if (it == inferred_.end() || it->second.expire_ms != expire) continue;
-    inferred_.erase(it);
-    if (r_slot* e = r_.find(k)) {
-      tier before = e->reported;
-      e->inferred = 0;
-      on_transition(*e, before, absent_mode::silent, false, 0, nullptr);
-      erase_r_if_dead(k.adapter, k.fp);
-    }
+    forget_inferred(k, expire);
   }
   while (!store_only_fifo_.empty() && store_only_fifo_.front().second <= now_ms) {
     fifo_rec rec = store_only_fifo_.front().first;
     store_only_fifo_.pop_front();
-    m_key k{rec.hash, rec.source, rec.group, rec.mclass};
-    m_slot* e = m_.find(k);
-    if (!e || e->stamp != rec.stamp) continue;
-    m_slot copy = *e;
-    m_.erase(k);
-    release_entry(copy, absent_mode::silent, false, 0, nullptr);  // forgotten locally, no RPC (A12)
+    forget_entry(rec);
   }
 }
 
@@ -722,20 +717,21 @@ void kv_core::queue(op o) {
   log_.push(std::move(o));
 }
 
+void kv_core::chunked(op_type t, std::int64_t ts_us, const std::vector<prefix_add>& entries, std::vector<op>* out) {
+  for (std::size_t i = 0; i < entries.size(); i += opts_.max_batch_entries) {
+    op o;
+    o.type = t;
+    o.ts_us = ts_us;
+    std::size_t end = std::min(entries.size(), i + opts_.max_batch_entries);
+    o.entries.assign(entries.begin() + static_cast<std::ptrdiff_t>(i), entries.begin() + static_cast<std::ptrdiff_t>(end));
+    if (out) out->push_back(std::move(o));
+    else queue(std::move(o));
+  }
+}
+
 void kv_core::flush() {
   if (pending_.empty()) return;
-  if (suppress_ops_) {
-    pending_.clear();
-    return;
-  }
-  for (std::size_t i = 0; i < pending_.size(); i += opts_.max_batch_entries) {
-    op o;
-    o.type = op_type::add;
-    o.ts_us = pending_ts_;
-    std::size_t end = std::min(pending_.size(), i + opts_.max_batch_entries);
-    o.entries.assign(pending_.begin() + static_cast<std::ptrdiff_t>(i), pending_.begin() + static_cast<std::ptrdiff_t>(end));
-    queue(std::move(o));
-  }
+  if (!suppress_ops_) chunked(op_type::add, pending_ts_, pending_, nullptr);
   pending_.clear();
   pending_ts_ = 0;
 }
@@ -743,21 +739,13 @@ void kv_core::flush() {
 void kv_core::push_t2(std::vector<prefix_add>& entries, std::int64_t ts_us) {
   if (entries.empty()) return;
   flush();
-  for (std::size_t i = 0; i < entries.size(); i += opts_.max_batch_entries) {
-    op o;
-    o.type = op_type::t2;
-    o.ts_us = ts_us;
-    std::size_t end = std::min(entries.size(), i + opts_.max_batch_entries);
-    o.entries.assign(entries.begin() + static_cast<std::ptrdiff_t>(i), entries.begin() + static_cast<std::ptrdiff_t>(end));
-    queue(std::move(o));
-  }
+  chunked(op_type::t2, ts_us, entries, nullptr);
 }
 
-void kv_core::full_report(std::vector<op>& out) const {
+void kv_core::full_report(std::vector<op>& out) {
   // A18 step 3: every key with a reported tier; T1/T3/observed T2 at ts 0, inferred T2 at
   // its eviction ts in CSUs of their own.
-  op cur;
-  cur.type = op_type::add;
+  std::vector<prefix_add> current;
   std::map<std::int64_t, std::vector<prefix_add>> inferred_by_ts;
   for (std::size_t i = 0; i < r_.capacity(); ++i) {
     if (!r_.used(i)) continue;
@@ -768,23 +756,10 @@ void kv_core::full_report(std::vector<op>& out) const {
       inferred_by_ts[it != inferred_.end() ? it->second.ts_us : 0].push_back({e.fp, e.tokens, e.adapter, tier::t2});
       continue;
     }
-    cur.entries.push_back({e.fp, e.tokens, e.adapter, e.reported});
-    if (cur.entries.size() >= opts_.max_batch_entries) {
-      out.push_back(std::move(cur));
-      cur = op{};
-    }
+    current.push_back({e.fp, e.tokens, e.adapter, e.reported});
   }
-  if (!cur.entries.empty()) out.push_back(std::move(cur));
-  for (auto& [ts, entries] : inferred_by_ts) {
-    for (std::size_t i = 0; i < entries.size(); i += opts_.max_batch_entries) {
-      op o;
-      o.type = op_type::t2;
-      o.ts_us = ts;
-      std::size_t end = std::min(entries.size(), i + opts_.max_batch_entries);
-      o.entries.assign(entries.begin() + static_cast<std::ptrdiff_t>(i), entries.begin() + static_cast<std::ptrdiff_t>(end));
-      out.push_back(std::move(o));
-    }
-  }
+  chunked(op_type::add, 0, current, &out);
+  for (auto& [ts, entries] : inferred_by_ts) chunked(op_type::t2, ts, entries, &out);
 }
 
 void kv_core::do_resync(resync_reason r) {
@@ -821,19 +796,9 @@ void kv_core::refresh_step(std::int64_t now_ms) {
     const r_slot& e = r_.at(i);
     if (e.reported != tier::t1 && e.reported != tier::t3) continue;  // inferred T2 is never refreshed
     refresh_buf_.push_back({e.fp, e.tokens, e.adapter, e.reported});
-    if (refresh_buf_.size() >= opts_.max_batch_entries) {
-      op o;
-      o.entries.swap(refresh_buf_);
-      queue(std::move(o));
-      refresh_buf_.clear();
-    }
   }
-  if (!refresh_buf_.empty()) {
-    op o;
-    o.entries.swap(refresh_buf_);
-    queue(std::move(o));
-    refresh_buf_.clear();
-  }
+  chunked(op_type::add, 0, refresh_buf_, nullptr);  // ts 0: "resident now"
+  refresh_buf_.clear();
 }
 
 void kv_core::update_gauges() {

@@ -255,7 +255,11 @@ class kv_core {
 
   void queue(op o);
   void push_t2(std::vector<prefix_add>& entries, std::int64_t ts_us);
-  void full_report(std::vector<op>& out) const;
+  void full_report(std::vector<op>& out);
+  /// Cuts `entries` into ops of at most --max-batch-entries: appended to `out`, or queued.
+  void chunked(op_type t, std::int64_t ts_us, const std::vector<prefix_add>& entries, std::vector<op>* out);
+  bool forget_inferred(const r_key& k, std::int64_t expire_ms);
+  bool forget_entry(const fifo_rec& rec);
   void do_resync(resync_reason r);
   void refresh_step(std::int64_t now_ms);
 

@@ -6,6 +6,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <poll.h>
+
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <thread>
@@ -38,6 +41,58 @@ int free_port() {
   ::close(fd);
   return port;
 }
+
+// A listening socket that accepts and never answers: a hung server (gRPC calls only time out).
+struct hung_server {
+  int fd = -1;
+  int port = 0;
+  hung_server() {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd, 64);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+  }
+  ~hung_server() { ::close(fd); }
+};
+
+// A one-route HTTP server that answers every request with `body` (an engine's /metrics).
+struct metrics_endpoint {
+  int fd = -1;
+  int port = 0;
+  std::string body;
+  std::atomic<bool> stop{false};
+  std::thread t;
+  explicit metrics_endpoint(std::string b) : body(std::move(b)) {
+    hung_server s;  // reuse the listener setup
+    fd = s.fd;
+    port = s.port;
+    s.fd = ::socket(AF_INET, SOCK_STREAM, 0);  // the guard closes a spare socket instead
+    t = std::thread([this] {
+      while (!stop) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 20) <= 0) continue;
+        int c = ::accept(fd, nullptr, nullptr);
+        if (c < 0) continue;
+        char buf[4096];
+        (void)::read(c, buf, sizeof buf);
+        std::string r = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: " +
+                        std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+        (void)::write(c, r.data(), r.size());
+        ::close(c);
+      }
+    });
+  }
+  ~metrics_endpoint() {
+    stop = true;
+    t.join();
+    ::close(fd);
+  }
+};
 
 bool eventually(const std::function<bool()>& f, std::chrono::milliseconds limit = 5s) {
   auto until = std::chrono::steady_clock::now() + limit;
@@ -246,6 +301,110 @@ TEST_F(Subscriber, ShutdownDrainsPendingAdds) {
   EXPECT_EQ(matched(0, 64), 0);  // still pending in the window
   EXPECT_EQ(sub_->terminate(15, 5s), 0);
   EXPECT_EQ(matched(0, 64), 64);
+}
+
+// Scenario 74: the engine comes up after the subscriber; libzmq reconnects by itself.
+TEST_F(Subscriber, EngineComingUpLateIsPickedUp) {
+  start_server();
+  int port = free_port();
+  start_subscriber("tcp://127.0.0.1:" + std::to_string(port));
+  std::this_thread::sleep_for(300ms);  // the subscriber is up with nothing to connect to
+  options o;
+  o.pub_bind = "tcp://127.0.0.1:" + std::to_string(port);
+  engine eng(o);
+  ASSERT_TRUE(eng.wait_for_subscriber(5000));
+  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
+  EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  EXPECT_EQ(sub_->terminate(), 0);
+}
+
+// Scenario 62: a server that never answers does not hold up ingestion.
+TEST_F(Subscriber, HungServerDoesNotBlockIngestion) {
+  hung_server hung;
+  grpc_port_ = hung.port;
+  engine eng(options{});
+  start_subscriber(eng.pub_endpoint(), {"--rpc-timeout=200ms"});
+  ASSERT_TRUE(eng.wait_for_subscriber(5000));
+  for (std::uint64_t i = 0; i < 10000; ++i) {
+    eng.publish(encode(batch(now_s(), {stored({0x10000 + i}, nil(), tokens(static_cast<std::uint32_t>(i * 16), 16), 16)})));
+  }
+  EXPECT_TRUE(eventually([&] { return metric_is("inferencecache_adapter_zmq_messages_total{source=\"0\"}", "10000"); }, 10s))
+      << metrics();
+  EXPECT_TRUE(metric_is("inferencecache_adapter_seq_gaps_total{source=\"0\"}", "0"));
+  // The RPCs fail (deadline or handshake: UNAVAILABLE) and are retried; none succeeds.
+  EXPECT_TRUE(eventually([&] {
+    std::string m = metrics();
+    return m.find("inferencecache_adapter_rpc_total{") != std::string::npos &&
+           m.find("rpc_total{rpc=\"PublishEvent\",result=\"ok\"}") == std::string::npos &&
+           m.find("rpc_total{rpc=\"ReportCacheState\",result=\"ok\"}") == std::string::npos;
+  })) << metrics();
+  EXPECT_EQ(test::http_call(http_port_, "GET", "/healthz").status, 200);
+  EXPECT_EQ(sub_->terminate(15, 10s), 0);
+}
+
+// Scenario 65 end to end: the engine's /metrics become the replica's stats row on the server.
+TEST_F(Subscriber, EngineStatsReachTheServer) {
+  start_server();
+  metrics_endpoint m(
+      "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.42\nvllm:num_requests_running 2\nvllm:num_requests_waiting 0\n"
+      "vllm:prefix_cache_hits_total 10\nvllm:prefix_cache_queries_total 20\n");
+  engine eng(options{});
+  start_subscriber(eng.pub_endpoint(), {"--stats-interval=100ms", "--engine-cache-size-bytes=1073741824",
+                                        "--max-concurrency-ceiling=8", "--client-version=lmcache==0.5.3",
+                                        "--engine-metrics-url=http://127.0.0.1:" + std::to_string(m.port) + "/metrics"});
+  v1::GetCacheStateResponse resp;
+  EXPECT_TRUE(eventually([&] {
+    v1::GetCacheStateRequest req;
+    req.set_model_id("m");
+    req.set_tenant_id("t");
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 2s);
+    resp.Clear();
+    if (!stub_->GetCacheState(&ctx, req, &resp).ok()) return false;
+    for (const auto& r : resp.replicas())
+      if (r.replica_id() == "r0" && r.cache_memory_bytes() == 450971566) return true;
+    return false;
+  })) << resp.DebugString() << sub_->logs();
+  for (const auto& r : resp.replicas()) {
+    if (r.replica_id() != "r0") continue;
+    EXPECT_FLOAT_EQ(r.pressure(), 0.25f);
+  }
+  EXPECT_TRUE(metric_is("inferencecache_adapter_load_signal_stale", "0"));
+  EXPECT_EQ(sub_->terminate(), 0);
+}
+
+// Scenario 76: two DP ranks on P and P+1; a key is evicted only when neither rank holds it.
+TEST_F(Subscriber, DataParallelRanksShareOneReplica) {
+  start_server();
+  int p = 0;
+  for (int attempt = 0; attempt < 20 && p == 0; ++attempt) {
+    int c = free_port();
+    try {
+      options probe;
+      probe.pub_bind = "tcp://127.0.0.1:" + std::to_string(c + 1);
+      engine e(probe);
+      p = c;
+    } catch (...) {
+    }
+  }
+  ASSERT_NE(p, 0);
+  options o0, o1;
+  o0.pub_bind = "tcp://127.0.0.1:" + std::to_string(p);
+  o1.pub_bind = "tcp://127.0.0.1:" + std::to_string(p + 1);
+  engine rank0(o0), rank1(o1);
+  start_subscriber("tcp://127.0.0.1:" + std::to_string(p), {"--dp-size=2"});
+  ASSERT_TRUE(rank0.wait_for_subscriber(5000));
+  ASSERT_TRUE(rank1.wait_for_subscriber(5000));
+  std::string store = encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)}, mv(0)));
+  rank0.publish(store);
+  rank1.publish(store);
+  ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  rank0.publish(encode(batch(now_s(), {removed({E(0)})})));
+  EXPECT_TRUE(eventually([&] { return metric_is("inferencecache_adapter_zmq_messages_total{source=\"0\"}", "2"); }));
+  EXPECT_EQ(matched(0, 64), 64);  // rank 1 still holds it
+  rank1.publish(encode(batch(now_s(), {removed({E(0)})})));
+  EXPECT_TRUE(eventually([&] { return matched(0, 64) == 0; })) << sub_->logs();
+  EXPECT_EQ(sub_->terminate(), 0);
 }
 
 // Scenario 73: configuration errors exit 2 with one line, before any socket is opened.

@@ -140,10 +140,7 @@ class event_decoder {
     mp_value v;
     if (!r_.next(v)) { fail(drop_reason::decode); return false; }
     if (v.type == mp_type::str) out = std::string(v.bytes);
-    else if (v.type == mp_type::array || v.type == mp_type::map) {
-      if (!r_.skip_n(v.type == mp_type::map ? 2ull * v.count : v.count)) { fail(drop_reason::decode); return false; }
-    }
-    return true;
+    return r_.skip_contents(v) || (fail(drop_reason::decode), false);
   }
 
   bool opt_int(std::optional<std::int64_t>& out) {
@@ -151,10 +148,7 @@ class event_decoder {
     if (!r_.next(v)) { fail(drop_reason::decode); return false; }
     if (v.type == mp_type::uint && v.u <= 0x7fffffffffffffffull) out = static_cast<std::int64_t>(v.u);
     else if (v.type == mp_type::sint) out = v.i;
-    else if (v.type == mp_type::array || v.type == mp_type::map) {
-      if (!r_.skip_n(v.type == mp_type::map ? 2ull * v.count : v.count)) { fail(drop_reason::decode); return false; }
-    }
-    return true;
+    return r_.skip_contents(v) || (fail(drop_reason::decode), false);
   }
 
   bool locality() {
@@ -167,16 +161,13 @@ class event_decoder {
   bool extra_keys() {
     mp_value v;
     if (!r_.next(v)) { fail(drop_reason::decode); return false; }
-    if (v.type != mp_type::array) {
-      if (v.type == mp_type::map && !r_.skip_n(2ull * v.count)) { fail(drop_reason::decode); return false; }
-      return true;  // nil, or a wrong type: absent
-    }
+    if (v.type != mp_type::array) return r_.skip_contents(v) || (fail(drop_reason::decode), false);  // absent
     ev_.extra_nonempty.assign(v.count, 0);
     for (std::uint32_t b = 0; b < v.count; ++b) {
       mp_value e;
       if (!r_.next(e)) { fail(drop_reason::decode); return false; }
       if (e.type != mp_type::array) {
-        if (e.type == mp_type::map && !r_.skip_n(2ull * e.count)) { fail(drop_reason::decode); return false; }
+        if (!r_.skip_contents(e)) { fail(drop_reason::decode); return false; }
         continue;
       }
       for (std::uint32_t k = 0; k < e.count; ++k) {
@@ -186,12 +177,7 @@ class event_decoder {
           ev_.extra_strings.emplace_back(b, item.bytes);
         } else {
           ev_.extra_nonempty[b] = 1;
-          if (item.type == mp_type::array || item.type == mp_type::map) {
-            if (!r_.skip_n(item.type == mp_type::map ? 2ull * item.count : item.count)) {
-              fail(drop_reason::decode);
-              return false;
-            }
-          }
+          if (!r_.skip_contents(item)) { fail(drop_reason::decode); return false; }
         }
       }
     }
@@ -201,17 +187,12 @@ class event_decoder {
   bool metadata() {
     mp_value v;
     if (!r_.next(v)) { fail(drop_reason::decode); return false; }
-    if (v.type != mp_type::map) {
-      if (v.type == mp_type::array && !r_.skip_n(v.count)) { fail(drop_reason::decode); return false; }
-      return true;
-    }
+    if (v.type != mp_type::map) return r_.skip_contents(v) || (fail(drop_reason::decode), false);
     for (std::uint32_t k = 0; k < v.count; ++k) {
       mp_value key;
       if (!r_.next(key)) { fail(drop_reason::decode); return false; }
       bool salt = key.type == mp_type::str && key.bytes == "cache_salt";
-      if (key.type == mp_type::array || key.type == mp_type::map) {
-        if (!r_.skip_n(key.type == mp_type::map ? 2ull * key.count : key.count)) { fail(drop_reason::decode); return false; }
-      }
+      if (!r_.skip_contents(key)) { fail(drop_reason::decode); return false; }
       mp_value val;
       mp_reader probe = r_;
       if (!probe.next(val)) { fail(drop_reason::decode); return false; }

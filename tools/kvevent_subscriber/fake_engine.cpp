@@ -6,17 +6,12 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "index/fingerprint.hpp"
+#include "tools/common/codec.hpp"
+
 namespace ic::kvevent::fake {
 namespace {
 
-std::string be8(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    s[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return s;
-}
 
 void pack(msgpack::packer<msgpack::sbuffer>& p, const mv& v) {
   switch (v.k) {
@@ -151,7 +146,7 @@ bool engine::wait_for_subscriber(int timeout_ms) {
 }
 
 void engine::send_live(std::uint64_t seq, const std::string& payload) {
-  std::string s = be8(seq);
+  std::string s = ic::tools::be64(seq);
   impl_->pub.send(zmq::buffer(opts_.topic), zmq::send_flags::sndmore);
   impl_->pub.send(zmq::buffer(s), zmq::send_flags::sndmore);
   impl_->pub.send(zmq::buffer(payload), zmq::send_flags::none);
@@ -217,9 +212,7 @@ void engine::serve() {
     frames.clear();
     if (!zmq::recv_multipart(r, std::back_inserter(frames), zmq::recv_flags::dontwait)) continue;
     if (frames.size() != 3 || frames[2].size() != 8) continue;  // "Invalid replay request": no answer
-    std::uint64_t start = 0;
-    const auto* p = static_cast<const std::uint8_t*>(frames[2].data());
-    for (int i = 0; i < 8; ++i) start = (start << 8) | p[i];
+    std::uint64_t start = ic::index::from_wire(frames[2].to_string_view()).value_or(0);
     std::string id = frames[0].to_string();
     std::map<std::uint64_t, std::string> replies;
     std::set<std::uint64_t> drop;
@@ -241,7 +234,7 @@ void engine::serve() {
     };
     for (const auto& [seq, payload] : replies) {
       if (drop.count(seq)) continue;
-      send_reply(be8(seq), payload);
+      send_reply(ic::tools::be64(seq), payload);
     }
     if (!drop_end) {
       const std::string end(8, '\xff');

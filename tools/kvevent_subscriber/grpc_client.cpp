@@ -4,18 +4,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "index/fingerprint.hpp"
+
 namespace ic::kvevent {
 namespace v1 = inferencecache::v1alpha1;
 namespace {
-
-std::string be8(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    s[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return s;
-}
 
 void set_deadline(grpc::ClientContext& ctx, std::int64_t ms) {
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(ms));
@@ -96,19 +89,24 @@ grpc_cache_client::grpc_cache_client(std::shared_ptr<grpc::Channel> channel, ide
       adapters_(adapters),
       timeout_ms_(rpc_timeout_ms) {}
 
-v1::CacheStateUpdate grpc_cache_client::to_update(const op& o) const {
+v1::CacheStateUpdate grpc_cache_client::header(std::int64_t ts_us) const {
   v1::CacheStateUpdate u;
   u.set_replica_id(id_.replica_id);
   u.set_model_id(id_.model_id);
   u.set_tenant_id(id_.tenant_id);
   u.set_hash_scheme(id_.hash_scheme);
-  u.set_timestamp_us(o.ts_us);
+  u.set_timestamp_us(ts_us);
+  return u;
+}
+
+v1::CacheStateUpdate grpc_cache_client::to_update(const op& o) const {
+  v1::CacheStateUpdate u = header(o.ts_us);
   u.mutable_prefixes()->Reserve(static_cast<int>(o.entries.size()));
   std::uint16_t last_adapter = 0xffff;
   std::string last_name;
   for (const auto& e : o.entries) {
     auto* p = u.add_prefixes();
-    p->set_prefix_hash(be8(e.fp));
+    p->set_prefix_hash(ic::index::to_wire(e.fp));
     p->set_token_count(static_cast<std::int32_t>(e.tokens));
     p->set_tier(static_cast<v1::CacheTier>(static_cast<int>(e.t)));
     if (e.adapter != 0) {
@@ -144,7 +142,7 @@ rpc_outcome grpc_cache_client::publish(const op& o) {
   e.set_tenant_id(id_.tenant_id);
   e.set_timestamp_us(o.ts_us);
   if (o.type == op_type::evict) {
-    e.set_prefix_hash(be8(o.fp));
+    e.set_prefix_hash(ic::index::to_wire(o.fp));
     if (o.adapter != 0) e.set_adapter_id(adapters_.name(o.adapter));
   }
   grpc::ClientContext ctx;
@@ -170,13 +168,8 @@ std::optional<server_view> grpc_cache_client::get_state() {
 }
 
 rpc_outcome grpc_cache_client::report_stats(const stats_sample& s, const std::string& client_version) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(id_.replica_id);
-  u.set_model_id(id_.model_id);
-  u.set_tenant_id(id_.tenant_id);
-  u.set_hash_scheme(id_.hash_scheme);
-  u.set_timestamp_us(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count());
+  v1::CacheStateUpdate u = header(std::chrono::duration_cast<std::chrono::microseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch()).count());
   auto* st = u.mutable_stats();
   st->set_replica_id(id_.replica_id);
   st->set_cache_memory_bytes(s.cache_memory_bytes);

@@ -47,6 +47,8 @@ class grpc_cache_client : public cache_client {
 
  private:
   rpc_outcome send_update(const inferencecache::v1alpha1::CacheStateUpdate& u);
+  /// A CSU with the identity fields and `ts_us` set (A1: on every update).
+  inferencecache::v1alpha1::CacheStateUpdate header(std::int64_t ts_us) const;
 
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<inferencecache::v1alpha1::InferenceCache::Stub> stub_;

@@ -55,6 +55,14 @@ class mp_reader {
   /// Skips `n` complete values.
   bool skip_n(std::uint64_t n);
 
+  /// Skips the elements of the container whose header `v` was just read (nothing for a
+  /// scalar): reading a header and then ignoring the value.
+  bool skip_contents(const mp_value& v) {
+    if (v.type == mp_type::array) return skip_n(v.count);
+    if (v.type == mp_type::map) return skip_n(2ull * v.count);
+    return true;
+  }
+
   /// Bytes not yet read.
   std::size_t remaining() const { return static_cast<std::size_t>(end_ - p_); }
   bool at_end() const { return p_ == end_; }

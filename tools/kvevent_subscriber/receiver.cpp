@@ -6,24 +6,17 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "index/fingerprint.hpp"
+#include "tools/common/codec.hpp"
+
 namespace ic::kvevent {
 namespace {
 
+// The 8-byte big-endian value of a frame (callers check the size).
 std::uint64_t be8(const zmq::message_t& m) {
-  std::uint64_t v = 0;
-  const auto* p = static_cast<const std::uint8_t*>(m.data());
-  for (std::size_t i = 0; i < 8; ++i) v = (v << 8) | p[i];
-  return v;
+  return ic::index::from_wire(std::string_view(static_cast<const char*>(m.data()), m.size())).value_or(0);
 }
 
-std::string be8_bytes(std::uint64_t v) {
-  std::string s(8, '\0');
-  for (int i = 7; i >= 0; --i) {
-    s[static_cast<std::size_t>(i)] = static_cast<char>(v & 0xff);
-    v >>= 8;
-  }
-  return s;
-}
 
 constexpr std::uint64_t end_marker = 0xffffffffffffffffull;  // -1 as signed BE8
 
@@ -149,7 +142,7 @@ void zmq_receiver::run() {
         dealer->set(zmq::sockopt::rcvhwm, 0);
         dealer->set(zmq::sockopt::maxmsgsize, std::int64_t{64} << 20);
         dealer->connect(d.replay_endpoints[c.source]);
-        std::string start = be8_bytes(c.start);
+        std::string start = ic::tools::be64(c.start);
         // A DEALER must send the empty delimiter itself (§2.6).
         dealer->send(zmq::message_t(), zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         dealer->send(zmq::buffer(start), zmq::send_flags::dontwait);
