@@ -96,6 +96,10 @@ int run_subscriber(const config& cfg) {
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
   sigaddset(&sigs, SIGUSR1);  // our own wake-up of the signal thread at exit
+#ifdef IC_KVEVENT_TESTHOOKS
+  sigaddset(&sigs, SIGUSR2);  // test hook: stall the core thread (/healthz must turn 503)
+#endif
+  std::atomic<bool> stall_core{false};
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
 
@@ -266,6 +270,11 @@ int run_subscriber(const config& cfg) {
       int sig = 0;
       if (sigwait(&sigs, &sig) != 0) continue;
       if (sig == SIGUSR1) return;
+      if (sig == SIGUSR2) {
+        log.warn("test hook: stalling the core thread");
+        stall_core = true;
+        continue;
+      }
       if (signals_seen.fetch_add(1) >= 1) {
         log.warn("second signal; exiting at once");
         std::_Exit(1);
@@ -312,6 +321,7 @@ int run_subscriber(const config& cfg) {
     };
     inbound in;
     while (!core_stop) {
+      while (stall_core && !core_stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       bool got = queue.pop(in, std::chrono::milliseconds(2));
       std::int64_t now = mono_ms();
       if (got) dispatch(in, now);

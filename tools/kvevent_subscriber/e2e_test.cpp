@@ -18,6 +18,7 @@
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
+#include "server/tls_test_support.hpp"
 #include "tests/support/server_process.hpp"
 #include "tools/kvevent_subscriber/fake_engine.hpp"
 
@@ -119,19 +120,22 @@ class Subscriber : public ::testing::Test {
     test::remove_tree(dir_);
   }
 
-  void start_server(const std::string& data = "data") {
+  void start_server(const std::string& data = "data", std::vector<std::string> extra = {},
+                    std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials()) {
     if (grpc_port_ == 0) grpc_port_ = free_port();
-    server_ = test::server_process::start(
-        IC_SERVER_BINARY, {"--grpc-bind-address=127.0.0.1:" + std::to_string(grpc_port_), "--http-bind-address=127.0.0.1:0",
-                           "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir_ + "/" + data,
-                           "--insecure-disable-auth"});
+    std::vector<std::string> args = {"--grpc-bind-address=127.0.0.1:" + std::to_string(grpc_port_),
+                                     "--http-bind-address=127.0.0.1:0", "--snapshot-bind-address=127.0.0.1:0",
+                                     "--data-dir=" + dir_ + "/" + data, "--insecure-disable-auth"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    server_ = test::server_process::start(IC_SERVER_BINARY, args);
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
-    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), grpc::InsecureChannelCredentials());
+    channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), creds);
     stub_ = v1::InferenceCache::NewStub(channel_);
   }
 
-  void start_subscriber(const std::string& pub, std::vector<std::string> extra = {}) {
+  void start_subscriber(const std::string& pub, std::vector<std::string> extra = {},
+                        const char* binary = IC_SUBSCRIBER_BINARY) {
     http_port_ = free_port();
     std::vector<std::string> args = {"--engine-endpoint=" + pub,
                                      "--server=127.0.0.1:" + std::to_string(grpc_port_),
@@ -141,7 +145,7 @@ class Subscriber : public ::testing::Test {
                                      "--http-bind-address=127.0.0.1:" + std::to_string(http_port_),
                                      "--log-level=debug"};
     args.insert(args.end(), extra.begin(), extra.end());
-    sub_ = test::server_process::start(IC_SUBSCRIBER_BINARY, args);
+    sub_ = test::server_process::start(binary, args);
     ASSERT_NE(sub_, nullptr);
     ASSERT_TRUE(sub_->wait_for_log("subscribed to engine KV events", 10s)) << sub_->logs();
   }
@@ -405,6 +409,37 @@ TEST_F(Subscriber, DataParallelRanksShareOneReplica) {
   rank1.publish(encode(batch(now_s(), {removed({E(0)})})));
   EXPECT_TRUE(eventually([&] { return matched(0, 64) == 0; })) << sub_->logs();
   EXPECT_EQ(sub_->terminate(), 0);
+}
+
+// TLS to the server: --server-tls-ca-file verifies the server's certificate.
+TEST_F(Subscriber, ReportsOverTls) {
+  namespace tls = ic::server::testing;
+  if (!tls::have_openssl()) GTEST_SKIP() << "the openssl tool is not installed";
+  ASSERT_TRUE(tls::make_ca(dir_, "ca1"));
+  ASSERT_TRUE(tls::make_server_cert(dir_, "ca1", "server1"));
+  grpc::SslCredentialsOptions ssl;
+  ssl.pem_root_certs = tls::read_text(dir_ + "/ca1.crt");
+  start_server("data", {"--tls-cert-file=" + dir_ + "/server1.crt", "--tls-key-file=" + dir_ + "/server1.key"},
+               grpc::SslCredentials(ssl));
+  engine eng(options{});
+  start_subscriber(eng.pub_endpoint(), {"--server-tls-ca-file=" + dir_ + "/ca1.crt"});
+  ASSERT_TRUE(eng.wait_for_subscriber(5000));
+  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
+  EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  EXPECT_EQ(sub_->terminate(), 0);
+}
+
+// Scenario 75: /healthz and /readyz answer 200 while the server is unreachable; a stalled
+// core thread (test hook) turns /healthz to 503 within 5 s.
+TEST_F(Subscriber, HealthzFollowsTheCoreThreadNotTheServer) {
+  grpc_port_ = free_port();  // nothing listens there
+  engine eng(options{});
+  start_subscriber(eng.pub_endpoint(), {}, IC_SUBSCRIBER_TESTHOOKS_BINARY);
+  EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/healthz").status == 200; }));
+  EXPECT_EQ(test::http_call(http_port_, "GET", "/readyz").status, 200);
+  ::kill(sub_->pid(), SIGUSR2);
+  EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/healthz").status == 503; }, 8s));
+  EXPECT_EQ(test::http_call(http_port_, "GET", "/readyz").status, 200);
 }
 
 // Scenario 73: configuration errors exit 2 with one line, before any socket is opened.
