@@ -1,6 +1,7 @@
 #include "tools/kvevent_subscriber/app.hpp"
 
 #include <signal.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -288,7 +289,7 @@ int run_subscriber(const config& cfg) {
   std::atomic<bool> core_stop{false};
   std::thread core_thread([&] {
     core.start(mono_ms());
-    std::int64_t last_tick = 0, last_status = 0;
+    std::int64_t last_tick = 0, last_status = 0, last_trim = 0;
     auto dispatch = [&](inbound& in, std::int64_t now) {
       switch (in.k) {
         case inbound::kind::live: core.on_live(in.source, std::move(in.m), now); break;
@@ -332,6 +333,12 @@ int run_subscriber(const config& cfg) {
       if (now - last_status >= 250) {
         publish_status(now);
         last_status = now;
+        // After a burst, give the freed message buffers back to the OS: the sidecar's
+        // memory limit is about steady state, not about the largest burst it survived.
+        if (!got && queue.size() == 0 && now - last_trim >= 2000) {
+          ::malloc_trim(0);
+          last_trim = now;
+        }
       }
       core_loop_ms = now;
     }

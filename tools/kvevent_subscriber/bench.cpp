@@ -5,6 +5,10 @@
 //     thread, while the sender thread delivers them over gRPC to a real server (--server).
 //     The clock stops when the server acknowledged the last CSU. Run it pinned to one core
 //     (`taskset -c 0`) with the server on another to measure "on one core".
+//   pipeline: the whole binary. This tool plays the engine (XPUB at --bind), a separately
+//     started inferencecache-kvevent-subscriber connects to it and reports to the server; the
+//     clock runs from the first published batch until GetCacheState(--tenant, --model) shows
+//     every block. Pin the subscriber alone on one core.
 //   memory: fills the core to --max-tracked-blocks root blocks (no RPC) and reports the RSS
 //     growth and the total RSS per tracked block.
 #include <unistd.h>
@@ -51,11 +55,16 @@ std::vector<std::string> make_batches(std::size_t blocks, int per_event, int blo
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mode = "throughput", server = "127.0.0.1:9090";
+  std::string mode = "throughput", server = "127.0.0.1:9090", bind = "tcp://127.0.0.1:5557";
+  std::string tenant = "bench", model = "bench-model";
   std::size_t blocks = 500000, max_tracked = 524288;
   int per_event = 16, block_size = 16;
   CLI::App app{"inferencecache-kvevent-bench: subscriber throughput and memory"};
-  app.add_option("--mode", mode, "throughput|memory")->capture_default_str()->check(CLI::IsMember({"throughput", "memory"}));
+  app.add_option("--mode", mode, "throughput|pipeline|memory")->capture_default_str()
+      ->check(CLI::IsMember({"throughput", "pipeline", "memory"}));
+  app.add_option("--bind", bind, "PUB address the subscriber connects to (pipeline)")->capture_default_str();
+  app.add_option("--tenant", tenant, "tenant the subscriber reports (pipeline)")->capture_default_str();
+  app.add_option("--model", model, "model the subscriber reports (pipeline)")->capture_default_str();
   app.add_option("--server", server, "InferenceCache gRPC address (throughput)")->capture_default_str();
   app.add_option("--blocks", blocks, "BlockStored blocks to push (throughput)")->capture_default_str();
   app.add_option("--blocks-per-event", per_event, "blocks per BlockStored event")->capture_default_str();
@@ -94,6 +103,43 @@ int main(int argc, char** argv) {
                 static_cast<double>(after) / static_cast<double>(core.tracked_blocks()),
                 static_cast<double>(core.table_bytes()) / static_cast<double>(core.tracked_blocks()));
     return 0;
+  }
+
+  if (mode == "pipeline") {
+    std::string err;
+    auto channel = make_channel(server, "", "", &err);
+    grpc_cache_client probe(channel, identity{"bench-probe", model, tenant, "vllm"}, adapters, 10000);
+    auto base = probe.get_state();
+    if (!base) {
+      std::fprintf(stderr, "inferencecache-kvevent-bench: server %s not reachable\n", server.c_str());
+      return 1;
+    }
+    ic::kvevent::fake::options fo;
+    fo.pub_bind = bind;
+    fo.ring = 1;
+    ic::kvevent::fake::engine eng(fo);
+    std::printf("pipeline: waiting for a subscriber on %s\n", eng.pub_endpoint().c_str());
+    std::fflush(stdout);
+    if (!eng.wait_for_subscriber(60000)) return 1;
+    auto batches = make_batches(blocks, per_event, block_size, 1u << 21);
+    auto t0 = std::chrono::steady_clock::now();
+    for (const auto& b : batches) eng.publish(b);
+    auto t_pub = std::chrono::steady_clock::now();
+    std::int64_t want = base->total_prefixes + static_cast<std::int64_t>(blocks);
+    std::int64_t seen = 0;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(120)) {
+      auto st = probe.get_state();
+      if (st) seen = st->total_prefixes;
+      if (seen >= want) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    double pub_s = std::chrono::duration<double>(t_pub - t0).count();
+    double total_s = std::chrono::duration<double>(t1 - t0).count();
+    std::printf("pipeline: %zu blocks published in %.3f s; server holds %lld of %lld after %.3f s (%.0f blocks/s)\n",
+                blocks, pub_s, static_cast<long long>(seen), static_cast<long long>(want), total_s,
+                static_cast<double>(blocks) / total_s);
+    return seen >= want ? 0 : 1;
   }
 
   o.max_tracked_blocks = blocks + 1024;

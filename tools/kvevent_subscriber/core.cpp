@@ -583,8 +583,8 @@ void kv_core::add_holder(std::uint16_t adapter, std::uint64_t fp, std::uint32_t 
   auto [e, inserted] = r_.insert(r_key{fp, adapter});
   if (inserted) e->reported = tier::absent;
   tier before = e->reported;
-  auto& h = e->holders[static_cast<int>(t) - 1];
-  if (h < 0xffff) h++;
+  const int ti = static_cast<int>(t) - 1;
+  if (e->holders[ti] < 0xffff) e->holders[ti]++;
   if (t == tier::t1 && e->inferred) {
     e->inferred = 0;  // stored again: the inferred T2 is superseded
     inferred_.erase(r_key{fp, adapter});
@@ -598,8 +598,8 @@ void kv_core::remove_holder(std::uint16_t adapter, std::uint64_t fp, tier t, abs
   r_slot* e = r_.find(r_key{fp, adapter});
   if (!e) return;
   tier before = e->reported;
-  auto& h = e->holders[static_cast<int>(t) - 1];
-  if (h > 0) h--;
+  const int ti = static_cast<int>(t) - 1;
+  if (e->holders[ti] > 0) e->holders[ti]--;
   bool inferred_now = false;
   if (infer_t2 && t == tier::t1 && e->holders[0] == 0 && e->holders[1] == 0 && e->holders[2] == 0) {
     // L2 mode [REF]: a GPU eviction leaves the block in the offload tier (a prediction).

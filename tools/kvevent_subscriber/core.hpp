@@ -132,7 +132,9 @@ class kv_core {
     std::uint64_t hash;
     std::uint8_t source, group, mclass;
   };
-  struct m_slot {  // 32 bytes
+  // Slots are packed (x86 and arm64 load unaligned words at full speed): 28 and 22 bytes
+  // instead of 32 and 24 keep the tables within the sidecar's budget per tracked block.
+  struct __attribute__((packed, aligned(4))) m_slot {  // 28 bytes
     std::uint64_t hash;
     std::uint64_t fp;        ///< last routing key of the block (chaining goes on from it)
     std::uint32_t tokens;    ///< cumulative tokens at the block's end
@@ -160,7 +162,7 @@ class kv_core {
     std::uint64_t fp;
     std::uint16_t adapter;
   };
-  struct r_slot {  // 24 bytes
+  struct __attribute__((packed, aligned(2))) r_slot {  // 22 bytes
     std::uint64_t fp;
     std::uint32_t tokens;
     std::uint16_t adapter;

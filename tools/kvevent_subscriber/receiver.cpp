@@ -30,8 +30,12 @@ std::int64_t mono_ms() {
 // --- inbound_queue -----------------------------------------------------------------------------
 
 bool inbound_queue::push(inbound&& x, std::chrono::milliseconds timeout) {
+  const std::size_t n = x.m.payload.size();
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return q_.size() < cap_; })) return false;
+  if (!cv_.wait_for(lock, timeout, [&] { return q_.empty() || (q_.size() < cap_ && bytes_ + n <= max_bytes_); })) {
+    return false;
+  }
+  bytes_ += n;
   q_.push_back(std::move(x));
   lock.unlock();
   cv_.notify_all();
@@ -43,6 +47,7 @@ bool inbound_queue::pop(inbound& out, std::chrono::milliseconds timeout) {
   if (!cv_.wait_for(lock, timeout, [&] { return !q_.empty(); })) return false;
   out = std::move(q_.front());
   q_.pop_front();
+  bytes_ -= out.m.payload.size();
   lock.unlock();
   cv_.notify_all();
   return true;

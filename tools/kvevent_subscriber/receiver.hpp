@@ -34,7 +34,10 @@ struct inbound {
 /// A bounded blocking FIFO (one producer, one consumer).
 class inbound_queue {
  public:
-  explicit inbound_queue(std::size_t cap) : cap_(cap) {}
+  /// At most `cap` items and `max_bytes` of payload (one item always fits): a burst of large
+  /// batches cannot balloon the sidecar's memory; beyond it the receiver stops reading.
+  explicit inbound_queue(std::size_t cap, std::size_t max_bytes = std::size_t{32} << 20)
+      : cap_(cap), max_bytes_(max_bytes) {}
   /// Waits for room up to `timeout`; false when still full (the caller retries or stops).
   bool push(inbound&& x, std::chrono::milliseconds timeout);
   /// Waits for an item up to `timeout`.
@@ -44,6 +47,8 @@ class inbound_queue {
 
  private:
   std::size_t cap_;
+  std::size_t max_bytes_;
+  std::size_t bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<inbound> q_;
