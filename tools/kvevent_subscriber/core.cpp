@@ -763,7 +763,12 @@ void kv_core::full_report(std::vector<op>& out) {
 }
 
 void kv_core::do_resync(resync_reason r) {
-  if (startup_left_ > 0) return;  // the startup report is still to come and covers it
+  if (startup_left_ > 0) {
+    // Not during the startup replay: keep the request, so the sender waiting for it is
+    // answered once the tables are rebuilt.
+    resync_request_.store(static_cast<int>(r) + 1);
+    return;
+  }
   pending_.clear();
   pending_ts_ = 0;
   std::vector<op> ops;

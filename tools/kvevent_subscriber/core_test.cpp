@@ -610,6 +610,26 @@ TEST(CoreScenarios, S59OverflowLeadsToResync) {
   EXPECT_EQ(h.metrics.resyncs.get(static_cast<std::size_t>(resync_reason::overflow)), 1u);
 }
 
+// A resync asked for during the startup replay waits for it, then replaces the log.
+TEST(CoreScenarios, ResyncDuringStartupReplayIsDeferred) {
+  auto o = testing::base_options();
+  o.replay = true;
+  o.clear_on_start = true;
+  harness h(o);
+  h.start();
+  h.core->request_resync(resync_reason::overflow);
+  h.core->tick(h.now);
+  std::uint64_t gen = h.log.generation();
+  h.core->on_replay(0, 0, encode(batch(1000.0, {stored({E(0)}, nil(), tokens(0, 16), 16)})), h.now);
+  h.core->on_replay_end(0, h.now);
+  h.core->tick(h.now);
+  EXPECT_GT(h.log.generation(), gen);
+  auto ops = h.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].type, op_type::clear);
+  EXPECT_EQ(ops[1].entries.size(), 1u);
+}
+
 // 63: refresh re-sends resident T1 keys at ts 0, never inferred T2.
 TEST(CoreScenarios, S63Refresh) {
   auto o = testing::base_options();
