@@ -130,6 +130,9 @@ void kv_core::process(std::size_t s, std::uint64_t q, std::string payload, std::
   auto& st = sources_[s];
   if (!st.expected || q == *st.expected) {  // late join is not a gap
     st.expected = q + 1;
+    // The SUB delivers in order: once a live message follows on, no later one can repeat
+    // a replayed batch, so a lower seq from now on means a restart.
+    st.replayed.reset();
     apply_payload(s, payload);
     return;
   }

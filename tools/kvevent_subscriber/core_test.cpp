@@ -577,6 +577,25 @@ TEST(CoreScenarios, S54StartupReplay) {
   EXPECT_EQ(ops[2].ts_us, 2000000000);
 }
 
+// A restart after a replay: seq 0 again is a restart, not a duplicate of the replayed seq 0.
+TEST(CoreScenarios, RestartAfterStartupReplayIsNotADuplicate) {
+  auto o = testing::base_options();
+  o.replay = true;
+  harness h(o);
+  h.start();
+  for (int q = 0; q <= 2; ++q)
+    h.core->on_replay(0, static_cast<std::uint64_t>(q), encode(batch(1000.0, {stored({0x100 + static_cast<std::uint64_t>(q)}, nil(), tokens(static_cast<std::uint32_t>(q * 16), 16), 16)})), h.now);
+  h.core->on_replay_end(0, h.now);
+  h.send_raw(3, encode(batch(1000.0, {stored({0x200}, nil(), tokens(900, 16), 16)})));
+  h.ops();
+  h.send_raw(0, encode(batch(1000.0, {stored({0x300}, nil(), tokens(5000, 16), 16)})));
+  auto ops = h.ops();
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].type, op_type::clear);
+  EXPECT_EQ(h.metrics.engine_restarts.get(0), 1u);
+  EXPECT_EQ(h.core->tracked_blocks(), 1u);
+}
+
 // 55: a late join is not a gap; with clear-on-start one CLEAR comes first.
 TEST(CoreScenarios, S55LateJoin) {
   auto o = testing::base_options();
