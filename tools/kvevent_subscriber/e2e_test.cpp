@@ -225,6 +225,22 @@ TEST_F(Subscriber, ServerRestartMidStreamResyncs) {
   EXPECT_EQ(sub_->terminate(), 0);
 }
 
+// An idle subscriber (the engine sends nothing new) still notices that the server came back
+// empty, through its idle probe, and resyncs.
+TEST_F(Subscriber, IdleSubscriberResyncsAServerThatCameBackEmpty) {
+  start_server("data-a");
+  engine eng(options{});
+  start_subscriber(eng.pub_endpoint());
+  ASSERT_TRUE(eng.wait_for_subscriber(5000));
+  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
+  ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  EXPECT_EQ(server_->terminate(), 0);
+  start_server("data-b");
+  EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; }, 12s)) << sub_->logs();
+  EXPECT_TRUE(metric_is("inferencecache_adapter_resyncs_total{reason=\"outage\"}", "1")) << metrics();
+  EXPECT_EQ(sub_->terminate(), 0);
+}
+
 // The same outage against a server that recovers its journal: no resync, only the retried log.
 TEST_F(Subscriber, ServerRestartWithJournalNeedsNoResync) {
   start_server("data-a");

@@ -104,6 +104,7 @@ void sender::run() {
     op o;
     if (!log_.pop(o, std::chrono::milliseconds(20))) {
       if (stopping_) return;  // drained
+      if (opts_.idle_probe_ms > 0 && clock_() - last_probe_ms_ >= opts_.idle_probe_ms) idle_probe();
       continue;
     }
     busy_ = true;
@@ -174,9 +175,38 @@ sender::result sender::deliver(op& o) {
   return result::abandoned;
 }
 
+void sender::idle_probe() {
+  last_probe_ms_ = clock_();
+  if (outage_) {
+    bool resynced = false;
+    recovered_after_outage(&resynced);
+    return;
+  }
+  auto view = client_.get_state();
+  if (!view) {
+    if (!failing_) {
+      failing_since_ms_ = clock_();
+      if (logger_) logger_->warn("server unreachable while idle; will retry", {});
+    }
+    failing_ = true;
+    outage_ = true;
+    return;
+  }
+  const bool lost = last_total_ > 0 && view->total_prefixes == 0 && core_.reported_keys.load() > 0;
+  last_total_ = view->total_prefixes;
+  if (lost && opts_.resync != resync_policy::never) {
+    if (logger_) logger_->warn("server lost its state without a failed call; resyncing", {});
+    std::uint64_t gen = log_.generation();
+    resync_(resync_reason::outage);
+    wait_for_resync(gen);
+  }
+}
+
 bool sender::recovered_after_outage(bool* resynced) {
   auto view = client_.get_state();
   if (!view) return false;
+  failing_ = false;
+  last_total_ = view->total_prefixes;
   outage_ = false;
   bool resync = false;
   switch (opts_.resync) {

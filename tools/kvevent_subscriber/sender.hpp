@@ -7,7 +7,9 @@
 // splits it in half. `Ack{accepted:true, reason_code≠""}` is final (counted by reason).
 // After a failure the server is probed with GetCacheState before the operation is retried:
 // once it answers, `--resync-after-outage` decides whether the core rebuilds the server's
-// view (auto: only when the server lost its state). The sender talks through
+// view (auto: only when the server lost its state). While idle it probes every
+// `idle_probe_ms`, which also catches a fast restart that failed no call: prefixes the server
+// had at the previous probe are gone while we still hold reported keys. It talks through
 // `cache_client`, so its rules are unit-tested without gRPC.
 #pragma once
 
@@ -87,6 +89,10 @@ struct sender_options {
   std::int64_t max_backoff_ms = 5000;
   resync_policy resync = resync_policy::automatic;
   std::int64_t stats_interval_ms = 10000;
+  /// While the log is empty, probe the server with GetCacheState this often, so an outage
+  /// (or a restart that lost the server's state) is noticed even when nothing is being sent:
+  /// a subscriber whose engine only re-stores cached blocks may send nothing for minutes.
+  std::int64_t idle_probe_ms = 5000;
 };
 
 class sender {
@@ -118,6 +124,7 @@ class sender {
   result deliver(op& o);
   rpc_outcome call(const op& o);
   bool recovered_after_outage(bool* resynced);
+  void idle_probe();
   void backoff_sleep();
   bool should_quit() const;
   void wait_for_resync(std::uint64_t generation);
@@ -135,6 +142,8 @@ class sender {
   std::atomic<std::int64_t> drain_deadline_ms_{0}, last_stats_ms_{0}, failing_since_ms_{0};
   std::int64_t backoff_ms_;
   bool outage_ = false;
+  std::int64_t last_probe_ms_ = 0;
+  std::int64_t last_total_ = -1;  ///< total_prefixes at the previous successful probe
   std::mt19937_64 rng_{0x5eed};
   std::map<std::string, bool> warned_reasons_;
 };

@@ -80,6 +80,7 @@ op evict(std::uint64_t fp) {
 struct fixture {
   explicit fixture(resync_policy p = resync_policy::never) : metrics(1) {
     so.initial_backoff_ms = 1;
+    so.idle_probe_ms = 0;  // off unless a test turns it on
     so.max_backoff_ms = 2;
     so.resync = p;
     snd = std::make_unique<sender>(
@@ -218,6 +219,28 @@ TEST(Sender, AutoKeepsTheLogWhenTheServerKeptItsState) {
   f.drain();
   EXPECT_TRUE(f.resyncs.empty());
   EXPECT_EQ(f.client.snapshot(), (std::vector<std::string>{"add:1:5", "add:1:5"}));
+}
+
+// An idle subscriber notices a server that lost its state between two probes (no call failed).
+TEST(Sender, IdleProbeNoticesAServerThatLostItsState) {
+  fixture f(resync_policy::automatic);
+  f.so.idle_probe_ms = 1;
+  f.snd = std::make_unique<sender>(
+      f.so, f.log, f.client,
+      [&](resync_reason r) {
+        f.resyncs.push_back(r);
+        f.log.replace({});
+      },
+      f.metrics, f.rpcs, nullptr, [] {
+        return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      });
+  f.metrics.reported_keys = 3;
+  f.client.states = {server_view{3, true}, server_view{0, false}};  // restarted between two probes
+  f.run();
+  for (int i = 0; i < 2000 && f.client.state_calls < 3; ++i) std::this_thread::sleep_for(1ms);
+  f.drain();
+  ASSERT_GE(f.resyncs.size(), 1u);
+  EXPECT_EQ(f.resyncs[0], resync_reason::outage);
 }
 
 // 59: after an overflow the sender asks for a resync once the server answers.
