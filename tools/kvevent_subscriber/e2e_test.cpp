@@ -171,6 +171,14 @@ class Subscriber : public ::testing::Test {
       if (s.replica_id() == "r0") return s.matched_tokens();
     return 0;
   }
+  // Server on `data`, subscriber on `eng`, and E0..E3 (tokens 0..63) indexed and matched.
+  void start_with_indexed_prefix(engine& eng, const std::string& data) {
+    ASSERT_NO_FATAL_FAILURE(start_server(data));
+    ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint()));
+    ASSERT_TRUE(eng.wait_for_subscriber(5000));
+    eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
+    ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  }
   std::string metrics() { return test::http_call(http_port_, "GET", "/metrics").body; }
   bool metric_is(const std::string& series, const std::string& value) {
     return metrics().find(series + " " + value + "\n") != std::string::npos;
@@ -208,12 +216,8 @@ TEST_F(Subscriber, EventsBecomePrefixMatchesForTheGateway) {
 // The server dies mid-stream and comes back empty: nothing acknowledged is lost, the
 // subscriber resyncs (auto) and the stores made during the outage arrive too.
 TEST_F(Subscriber, ServerRestartMidStreamResyncs) {
-  start_server("data-a");
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint());
-  ASSERT_TRUE(eng.wait_for_subscriber(5000));
-  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
-  ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  ASSERT_NO_FATAL_FAILURE(start_with_indexed_prefix(eng, "data-a"));
   ::kill(server_->pid(), SIGKILL);
   server_->wait_exit(5s);
   eng.publish(encode(batch(now_s(), {stored({E(4), E(5)}, mv(E(3)), tokens(64, 32), 16)})));
@@ -228,12 +232,8 @@ TEST_F(Subscriber, ServerRestartMidStreamResyncs) {
 // An idle subscriber (the engine sends nothing new) still notices that the server came back
 // empty, through its idle probe, and resyncs.
 TEST_F(Subscriber, IdleSubscriberResyncsAServerThatCameBackEmpty) {
-  start_server("data-a");
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint());
-  ASSERT_TRUE(eng.wait_for_subscriber(5000));
-  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
-  ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  ASSERT_NO_FATAL_FAILURE(start_with_indexed_prefix(eng, "data-a"));
   EXPECT_EQ(server_->terminate(), 0);
   start_server("data-b");
   EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; }, 12s)) << sub_->logs();
@@ -243,12 +243,8 @@ TEST_F(Subscriber, IdleSubscriberResyncsAServerThatCameBackEmpty) {
 
 // The same outage against a server that recovers its journal: no resync, only the retried log.
 TEST_F(Subscriber, ServerRestartWithJournalNeedsNoResync) {
-  start_server("data-a");
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint());
-  ASSERT_TRUE(eng.wait_for_subscriber(5000));
-  eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
-  ASSERT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
+  ASSERT_NO_FATAL_FAILURE(start_with_indexed_prefix(eng, "data-a"));
   ::kill(server_->pid(), SIGKILL);
   server_->wait_exit(5s);
   eng.publish(encode(batch(now_s(), {stored({E(4)}, mv(E(3)), tokens(64, 16), 16)})));
