@@ -173,7 +173,7 @@ void zmq_receiver::run() {
       who.emplace_back(true, s);
     }
     try {
-      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(10));
+      zmq::poll(items.data(), items.size(), std::chrono::milliseconds(20));
     } catch (const zmq::error_t& e) {
       if (e.num() == EINTR) continue;
       throw;
