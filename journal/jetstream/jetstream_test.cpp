@@ -1,0 +1,394 @@
+// The JetStream record log against real nats-server processes on loopback (label
+// integration): one standalone node or a 3-node cluster per test, stopped by PID even when
+// a test fails (nats_cluster's destructor). Skipped only when nats-server is not installed.
+#include "journal/jetstream/jetstream_log.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "journal/jetstream/nats_fixture.hpp"
+
+namespace ic::journal::jetstream {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::nats_cluster;
+using steady = std::chrono::steady_clock;
+
+#define IC_REQUIRE_NATS()                                                   \
+  if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed"
+
+std::unique_ptr<nats_cluster> start_or_fail(int nodes) {
+  std::string why;
+  auto c = nats_cluster::start(nodes, &why);
+  EXPECT_NE(c, nullptr) << why;
+  return c;
+}
+
+options base_options(const nats_cluster& c, const std::string& replica) {
+  options o;
+  o.servers = c.urls();
+  o.replica_id = replica;
+  o.replicas = c.size() == 1 ? 1 : 3;
+  o.max_bytes = std::int64_t{64} << 20;
+  o.open_timeout = 20s;
+  return o;
+}
+
+// Every message of the stream up to `until`, read by a fresh reader from `from`.
+std::vector<delivered_batch> read_all(const options& o, std::uint64_t from, std::uint64_t until) {
+  std::vector<delivered_batch> out;
+  auto r = reader::open(o, from);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  if (!r.ok()) return out;
+  status s = (*r)->follow(until, [&](const delivered_batch& b) {
+    out.push_back(b);
+    return true;
+  }, 30s);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return out;
+}
+
+std::string first_payload(const delivered_batch& b) {
+  return b.records.empty() ? std::string() : std::string(b.records.front().payload);
+}
+
+TEST(JetStreamLog, AppendsReadBackInOrderWithIdsAndPositions) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  const options o = base_options(*c, "r1");
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  std::vector<append_ack> acks;
+  std::vector<std::vector<std::string>> sent;
+  for (int i = 0; i < 40; ++i) {
+    std::vector<std::string> payloads;
+    for (int k = 0; k <= i % 3; ++k) payloads.push_back("b" + std::to_string(i) + "r" + std::to_string(k));
+    std::vector<record_in> recs;
+    for (const auto& p : payloads) recs.push_back({static_cast<std::uint32_t>(10 + i % 3), p});
+    auto a = (*w)->append(recs);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+    EXPECT_EQ(a->attempts, 1);
+    EXPECT_FALSE(a->duplicate);
+    acks.push_back(*a);
+    sent.push_back(payloads);
+  }
+  EXPECT_EQ(acks.front().position, 1u);
+  auto got = read_all(o, 1, acks.back().position);
+  ASSERT_EQ(got.size(), acks.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].position, acks[i].position);
+    EXPECT_EQ(got[i].msg_id, acks[i].msg_id);
+    EXPECT_EQ(got[i].subject, "ic.journal.b");
+    ASSERT_TRUE(got[i].problem.ok()) << got[i].problem.to_string();
+    EXPECT_EQ(got[i].id.origin, "r1");
+    EXPECT_EQ(got[i].id.counter, i + 1);
+    ASSERT_EQ(got[i].records.size(), sent[i].size());
+    for (std::size_t k = 0; k < sent[i].size(); ++k) {
+      EXPECT_EQ(got[i].records[k].payload, sent[i][k]);
+      EXPECT_EQ(got[i].records[k].seq, acks[i].position);
+      EXPECT_EQ(got[i].records[k].type, 10 + i % 3);
+    }
+  }
+  // A reader that starts in the middle sees exactly the tail.
+  auto tail = read_all(o, 21, acks.back().position);
+  ASSERT_EQ(tail.size(), 20u);
+  EXPECT_EQ(tail.front().position, 21u);
+}
+
+TEST(JetStreamLog, DuplicateMsgIdIsStoredOnce) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  const options o = base_options(*c, "r1");
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  const batch_id id = (*w)->peek_next_id();
+  auto first = (*w)->append({{1, "original"}});
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  // The caller repeats an "outcome unknown" append with its old id: acked, not stored again.
+  auto again = (*w)->append({{1, "repeat"}}, id);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_TRUE(again->duplicate);
+  EXPECT_EQ(again->position, first->position);
+  EXPECT_EQ(again->msg_id, first->msg_id);
+  auto next = (*w)->append({{1, "next"}});
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->position, first->position + 1);
+  auto st = (*w)->state();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->last_seq, next->position);
+  EXPECT_EQ(st->msgs, 2u);
+  auto got = read_all(o, 1, next->position);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(first_payload(got[0]), "original");
+  EXPECT_EQ(first_payload(got[1]), "next");
+  EXPECT_EQ((*w)->stats().duplicates, 1u);
+}
+
+TEST(JetStreamLog, TwoWritersInterleaveAndTwoReadersSeeTheIdenticalOrder) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(3);
+  ASSERT_NE(c, nullptr);
+  options o1 = base_options(*c, "r1");
+  options o2 = base_options(*c, "r2");
+  std::rotate(o2.servers.begin(), o2.servers.begin() + 2, o2.servers.end());  // on n3
+  auto w1 = writer::open(o1);
+  ASSERT_TRUE(w1.ok()) << w1.status().to_string() << c->logs();
+  auto w2 = writer::open(o2);
+  ASSERT_TRUE(w2.ok()) << w2.status().to_string();
+  constexpr int per_writer = 150;
+  std::mutex mu;
+  std::map<std::string, std::uint64_t> acked;  // msg id -> position
+  auto run = [&](writer* w, const std::string& tag) {
+    for (int i = 0; i < per_writer; ++i) {
+      const std::string p = tag + std::to_string(i);
+      auto a = w->append({{1, p}});
+      ASSERT_TRUE(a.ok()) << a.status().to_string();
+      std::lock_guard<std::mutex> lock(mu);
+      acked[a->msg_id] = a->position;
+    }
+  };
+  std::thread t1(run, w1->get(), "a");
+  std::thread t2(run, w2->get(), "b");
+  t1.join();
+  t2.join();
+  ASSERT_EQ(acked.size(), 2u * per_writer);
+  const std::uint64_t last = 2 * per_writer;
+  options r2 = o1;
+  std::rotate(r2.servers.begin(), r2.servers.begin() + 1, r2.servers.end());  // on n2
+  auto a = read_all(o2, 1, last);
+  auto b = read_all(r2, 1, last);
+  ASSERT_EQ(a.size(), last);
+  ASSERT_EQ(b.size(), last);
+  std::uint64_t last_a = 0, last_b = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].position, b[i].position);
+    EXPECT_EQ(a[i].msg_id, b[i].msg_id);
+    EXPECT_EQ(first_payload(a[i]), first_payload(b[i]));
+    EXPECT_EQ(acked.at(a[i].msg_id), a[i].position);  // each acked append exactly here
+    // Each writer's own appends keep its order.
+    auto& prev = a[i].id.origin == "r1" ? last_a : last_b;
+    EXPECT_GT(a[i].id.counter, prev);
+    prev = a[i].id.counter;
+  }
+}
+
+TEST(JetStreamLog, Kill9OfTheStreamLeaderLosesNoAcknowledgedAppend) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(3);
+  ASSERT_NE(c, nullptr);
+  options o = base_options(*c, "r1");
+  o.append_timeout = 3s;  // shorter than the 4-6.5 s leader stall: some appends give up
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string() << c->logs();
+  auto st = (*w)->state();
+  ASSERT_TRUE(st.ok()) << st.status().to_string();
+  const int leader = c->index_of(st->leader);
+  ASSERT_GE(leader, 0) << "leader '" << st->leader << "'";
+
+  // A replica's live reader, connected to a node that survives, follows throughout.
+  options ro = o;
+  ro.servers = {c->url((leader + 1) % 3), c->url((leader + 2) % 3)};
+  auto live = reader::open(ro, 1);
+  ASSERT_TRUE(live.ok()) << live.status().to_string();
+  std::vector<std::pair<std::uint64_t, std::string>> live_seen;
+  std::atomic<std::uint64_t> live_target{0};
+  status live_status;
+  std::thread follower([&] {
+    const auto deadline = steady::now() + 90s;
+    while (steady::now() < deadline) {
+      const std::uint64_t target = live_target.load();
+      if (target != 0 && (*live)->expected() > target) return;
+      auto b = (*live)->next(200ms);
+      if (!b.ok()) { live_status = b.status(); return; }
+      if (b->has_value()) live_seen.emplace_back((*b)->position, (*b)->msg_id);
+    }
+    live_status = status{errc::unavailable, "live reader did not reach the end in 90 s"};
+  });
+
+  std::map<std::string, std::uint64_t> acked;
+  std::set<std::string> unknown;
+  std::atomic<int> acked_count{0};
+  std::atomic<bool> stop{false};
+  std::thread appender([&] {
+    const auto deadline = steady::now() + 40s;
+    int i = 0;
+    while (!stop.load() && steady::now() < deadline) {
+      const batch_id id = (*w)->peek_next_id();
+      auto a = (*w)->append({{1, "v" + std::to_string(i++)}});
+      if (a.ok()) {
+        acked[a->msg_id] = a->position;
+        ++acked_count;
+      } else {
+        EXPECT_EQ(a.status().code(), errc::unavailable);
+        EXPECT_EQ(a.status().message().rfind("outcome unknown; retry", 0), 0u)
+            << a.status().message();
+        unknown.insert(msg_id(id));
+      }
+    }
+  });
+  const auto wait_until = steady::now() + 20s;
+  while (acked_count.load() < 100 && steady::now() < wait_until) std::this_thread::sleep_for(5ms);
+  c->kill9(leader);
+  const auto killed_at = steady::now();
+  const int before = acked_count.load();
+  // Appends resume once a new leader is elected (4-7 s measured on this box).
+  const auto resume_deadline = steady::now() + 30s;
+  while (acked_count.load() < before + 200 && steady::now() < resume_deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  stop = true;
+  appender.join();
+  const auto stall_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - killed_at).count();
+  ASSERT_GE(acked_count.load(), before + 200) << "appends did not resume after the leader kill";
+  auto after = (*w)->state();
+  ASSERT_TRUE(after.ok()) << after.status().to_string();
+  EXPECT_NE(after->leader, st->leader);
+  // The killed node comes back (as a pod would). A consumer placed on it meanwhile can stall
+  // the readers for 10-20 s on nats-server 2.9.10 (consumer create timing out while the dead
+  // peer is still a placement candidate); the restart ends that.
+  ASSERT_TRUE(c->restart(leader)) << c->logs();
+  live_target = after->last_seq;
+  follower.join();
+  ASSERT_TRUE(live_status.ok()) << live_status.to_string();
+
+  // Every acknowledged append, once, at its position, for the live reader and a fresh one;
+  // an unknown outcome may or may not be stored.
+  const auto read_start = steady::now();
+  auto got = read_all(o, 1, after->last_seq);
+  const auto read_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+      steady::now() - read_start).count();
+  ASSERT_EQ(got.size(), after->last_seq);
+  ASSERT_EQ(live_seen.size(), got.size());
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const auto& b = got[i];
+    EXPECT_EQ(live_seen[i].first, b.position);
+    EXPECT_EQ(live_seen[i].second, b.msg_id);
+    EXPECT_TRUE(seen.insert(b.msg_id).second) << "delivered twice: " << b.msg_id;
+    auto it = acked.find(b.msg_id);
+    if (it != acked.end()) {
+      EXPECT_EQ(it->second, b.position);
+    } else {
+      EXPECT_EQ(unknown.count(b.msg_id), 1u) << "stored but neither acked nor unknown: " << b.msg_id;
+    }
+  }
+  for (const auto& [id, pos] : acked) EXPECT_EQ(seen.count(id), 1u) << "lost acked " << id;
+  const writer_stats ws = (*w)->stats();
+  std::printf("leader %s killed: %zu acked (%d before the kill), %zu unknown outcome, %llu "
+              "retries, %llu acked as duplicate; 200 more acks %lld ms after the kill; new "
+              "leader %s; stream 1..%llu; live reader %llu resets; fresh read %lld ms\n",
+              st->leader.c_str(), acked.size(), before, unknown.size(),
+              static_cast<unsigned long long>(ws.retries),
+              static_cast<unsigned long long>(ws.duplicates), static_cast<long long>(stall_ms),
+              after->leader.c_str(), static_cast<unsigned long long>(after->last_seq),
+              static_cast<unsigned long long>((*live)->resets()), static_cast<long long>(read_ms));
+}
+
+TEST(JetStreamLog, UnreachableNatsFailsWithinTheBudgetAndRecoversAfterRestart) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  options o = base_options(*c, "r1");
+  o.append_timeout = 1s;
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  auto before = (*w)->append({{1, "before"}});
+  ASSERT_TRUE(before.ok()) << before.status().to_string();
+  EXPECT_NE(c->stop(0), -1);  // stopped within the bound (nats-server exits 1 on SIGTERM)
+  const auto t0 = steady::now();
+  auto down = (*w)->append({{1, "while down"}});
+  const auto took = steady::now() - t0;
+  ASSERT_FALSE(down.ok());
+  EXPECT_EQ(down.status().code(), errc::unavailable);
+  EXPECT_EQ(down.status().message().rfind("outcome unknown; retry", 0), 0u)
+      << down.status().message();
+  EXPECT_LE(took, o.append_timeout + 300ms);
+  std::printf("NATS down: %s (after %lld ms)\n", down.status().to_string().c_str(),
+              static_cast<long long>(
+                  std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
+  EXPECT_EQ((*w)->stats().unknown_outcomes, 1u);
+  ASSERT_TRUE(c->restart(0)) << c->logs();
+  // The connection comes back by itself; appends succeed again (bounded).
+  result<append_ack> again = status{errc::unavailable, "not tried"};
+  const auto deadline = steady::now() + 20s;
+  while (!again.ok() && steady::now() < deadline) again = (*w)->append({{1, "after"}});
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  auto got = read_all(o, 1, again->position);
+  ASSERT_FALSE(got.empty());
+  EXPECT_EQ(first_payload(got.front()), "before");
+  EXPECT_EQ(first_payload(got.back()), "after");
+}
+
+TEST(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  options o = base_options(*c, "r1");
+  o.max_bytes = 256 << 10;
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  const std::string payload(16 << 10, 'p');
+  int stored = 0;
+  status refused;
+  for (int i = 0; i < 64 && refused.ok(); ++i) {
+    auto a = (*w)->append({{1, payload}});
+    if (a.ok()) ++stored; else refused = a.status();
+  }
+  ASSERT_FALSE(refused.ok()) << "never refused after " << stored << " appends";
+  EXPECT_EQ(refused.code(), errc::unavailable);
+  std::printf("after %d appends: %s\n", stored, refused.to_string().c_str());
+  EXPECT_EQ(refused.message().rfind("stream full", 0), 0u) << refused.message();
+  EXPECT_GE(stored, 10);
+  EXPECT_LE(stored, 16);
+  auto st = (*w)->state();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->msgs, static_cast<std::uint64_t>(stored));  // nothing dropped (Discard=new)
+  EXPECT_EQ(st->first_seq, 1u);
+}
+
+TEST(JetStreamLog, ReaderReportsAGapAfterAPurge) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  const options o = base_options(*c, "r1");
+  auto w = writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE((*w)->append({{1, "x"}}).ok());
+  ASSERT_TRUE((*w)->truncate_before(6).ok());
+  auto r = reader::open(o, 3);  // covered by nothing: records 3..5 are gone
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  status s = (*r)->follow(10, [](const delivered_batch&) { return true; }, 10s);
+  EXPECT_EQ(s.code(), errc::out_of_range) << s.to_string();
+  EXPECT_NE(s.message().find("expected sequence 3, got 6"), std::string::npos) << s.message();
+  auto ok = read_all(o, 6, 10);
+  EXPECT_EQ(ok.size(), 5u);
+}
+
+TEST(JetStreamLog, OpenRefusesAnIncompatibleStream) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  options o = base_options(*c, "r1");
+  ASSERT_TRUE(writer::open(o).ok());
+  o.replicas = 3;  // the stream was created with 1
+  o.open_timeout = 2s;
+  auto again = writer::open(o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), errc::incompatible) << again.status().to_string();
+  EXPECT_NE(again.status().message().find("replicas=1"), std::string::npos);
+  o.replica_id = "bad.id";
+  EXPECT_EQ(writer::open(o).status().code(), errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace ic::journal::jetstream
