@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "journal/jetstream/nats_fixture.hpp"
+#include "journal/jetstream/shared_snapshot.hpp"
 
 namespace ic::journal::jetstream {
 namespace {
@@ -388,6 +389,88 @@ TEST(JetStreamLog, OpenRefusesAnIncompatibleStream) {
   EXPECT_NE(again.status().message().find("replicas=1"), std::string::npos);
   o.replica_id = "bad.id";
   EXPECT_EQ(writer::open(o).status().code(), errc::invalid_argument);
+}
+
+TEST(SharedSnapshots, PutGetCasAndOldChunksPurged) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  const options o = base_options(*c, "r1");
+  shared_snapshot_config cfg;
+  cfg.chunk_bytes = 64 << 10;
+  auto s = shared_snapshots::open(o, cfg);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_EQ((*s)->latest().status().code(), errc::not_found);
+  std::string blob(300000, '\0');
+  for (std::size_t i = 0; i < blob.size(); ++i) blob[i] = static_cast<char>(i * 131 + 7);
+  auto first = (*s)->put(10, blob, 0, 1);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  ASSERT_TRUE(first->has_value());
+  EXPECT_EQ((*first)->chunks, 5u);
+  auto got = (*s)->get();
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->first.covering_seq, 10u);
+  EXPECT_EQ(got->first.writer, "r1");
+  EXPECT_EQ(got->second, blob);
+  // A second writer with a stale view (expects no manifest) loses the CAS.
+  options o2 = o;
+  o2.replica_id = "r2";
+  auto s2 = shared_snapshots::open(o2, cfg);
+  ASSERT_TRUE(s2.ok());
+  auto stale = (*s2)->put(11, "other", 0);
+  ASSERT_TRUE(stale.ok()) << stale.status().to_string();
+  EXPECT_FALSE(stale->has_value());
+  // The current holder commits a newer snapshot on the right revision.
+  const std::string blob2(70000, 'z');
+  auto second = (*s)->put(20, blob2, (*first)->revision);
+  ASSERT_TRUE(second.ok() && second->has_value()) << second.status().to_string();
+  auto got2 = (*s2)->get();
+  ASSERT_TRUE(got2.ok()) << got2.status().to_string();
+  EXPECT_EQ(got2->first.covering_seq, 20u);
+  EXPECT_EQ(got2->second, blob2);
+  // Empty state is a valid snapshot too.
+  auto empty = (*s)->put(21, "", (*second)->revision);
+  ASSERT_TRUE(empty.ok() && empty->has_value());
+  auto got3 = (*s)->get();
+  ASSERT_TRUE(got3.ok()) << got3.status().to_string();
+  EXPECT_TRUE(got3->second.empty());
+}
+
+TEST(SharedSnapshots, LeaseIsExclusiveRenewableAndExpires) {
+  IC_REQUIRE_NATS();
+  auto c = start_or_fail(1);
+  ASSERT_NE(c, nullptr);
+  shared_snapshot_config cfg;
+  cfg.lease_ttl = 1000ms;
+  options oa = base_options(*c, "ra");
+  options ob = base_options(*c, "rb");
+  auto a = shared_snapshots::open(oa, cfg);
+  auto b = shared_snapshots::open(ob, cfg);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto la = (*a)->acquire_lease();
+  ASSERT_TRUE(la.ok() && la->has_value()) << la.status().to_string();
+  auto lb = (*b)->acquire_lease();
+  ASSERT_TRUE(lb.ok());
+  EXPECT_FALSE(lb->has_value());
+  auto renewed = (*a)->renew_lease(**la);
+  ASSERT_TRUE(renewed.ok() && renewed->has_value());
+  EXPECT_GT((*renewed)->revision, (*la)->revision);
+  auto steal = (*b)->renew_lease(lease{"rb", (*la)->revision});  // a stale revision
+  ASSERT_TRUE(steal.ok());
+  EXPECT_FALSE(steal->has_value());
+  // A stops renewing; after the TTL, B takes over (bounded wait for the expiry).
+  std::optional<lease> taken;
+  const auto deadline = steady::now() + 10s;
+  while (!taken && steady::now() < deadline) {
+    auto t = (*b)->acquire_lease();
+    ASSERT_TRUE(t.ok()) << t.status().to_string();
+    if (t->has_value()) taken = **t; else std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(taken.has_value());
+  EXPECT_EQ(taken->holder, "rb");
+  auto late = (*a)->renew_lease(**renewed);  // A wakes up late: fenced off
+  ASSERT_TRUE(late.ok());
+  EXPECT_FALSE(late->has_value());
 }
 
 }  // namespace
