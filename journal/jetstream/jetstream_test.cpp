@@ -4,6 +4,7 @@
 #include "journal/jetstream/jetstream_log.hpp"
 
 #include <gtest/gtest.h>
+#include <nats/nats.h>
 
 #include <atomic>
 #include <cstdio>
@@ -21,16 +22,6 @@ namespace {
 using namespace std::chrono_literals;
 using testing::nats_cluster;
 using steady = std::chrono::steady_clock;
-
-#define IC_REQUIRE_NATS()                                                   \
-  if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed"
-
-std::unique_ptr<nats_cluster> start_or_fail(int nodes) {
-  std::string why;
-  auto c = nats_cluster::start(nodes, &why);
-  EXPECT_NE(c, nullptr) << why;
-  return c;
-}
 
 options base_options(const nats_cluster& c, const std::string& replica) {
   options o;
@@ -56,14 +47,49 @@ std::vector<delivered_batch> read_all(const options& o, std::uint64_t from, std:
   return out;
 }
 
+// Skips when nats-server is not installed; start() brings up the servers of one test,
+// which the fixture's destructor stops by PID whatever the outcome.
+class JetStreamLog : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed";
+  }
+  // Starts `nodes` servers (1, or a 3-node cluster); false, with the logs, when they did not.
+  bool start(int nodes) {
+    std::string why;
+    cluster_ = nats_cluster::start(nodes, &why);
+    if (cluster_ == nullptr) ADD_FAILURE() << why;
+    return cluster_ != nullptr;
+  }
+  std::unique_ptr<nats_cluster> cluster_;
+};
+
+class SharedSnapshots : public JetStreamLog {};
+
+// Whether key `key` of KV bucket `bucket` holds a value, asked over a raw libnats connection
+// (the public API has no chunk reader).
+bool kv_has(const std::string& url, const char* bucket, const char* key) {
+  natsConnection* nc = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  kvEntry* e = nullptr;
+  bool found = natsConnection_ConnectTo(&nc, url.c_str()) == NATS_OK &&
+               natsConnection_JetStream(&js, nc, nullptr) == NATS_OK &&
+               js_KeyValue(&kv, js, bucket) == NATS_OK && kvStore_Get(&e, kv, key) == NATS_OK;
+  if (e != nullptr) kvEntry_Destroy(e);
+  if (kv != nullptr) kvStore_Destroy(kv);
+  if (js != nullptr) jsCtx_Destroy(js);
+  if (nc != nullptr) natsConnection_Destroy(nc);
+  return found;
+}
+
 std::string first_payload(const delivered_batch& b) {
   return b.records.empty() ? std::string() : std::string(b.records.front().payload);
 }
 
-TEST(JetStreamLog, AppendsReadBackInOrderWithIdsAndPositions) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, AppendsReadBackInOrderWithIdsAndPositions) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   const options o = base_options(*c, "r1");
   auto w = writer::open(o);
   ASSERT_TRUE(w.ok()) << w.status().to_string();
@@ -104,10 +130,9 @@ TEST(JetStreamLog, AppendsReadBackInOrderWithIdsAndPositions) {
   EXPECT_EQ(tail.front().position, 21u);
 }
 
-TEST(JetStreamLog, DuplicateMsgIdIsStoredOnce) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, DuplicateMsgIdIsStoredOnce) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   const options o = base_options(*c, "r1");
   auto w = writer::open(o);
   ASSERT_TRUE(w.ok()) << w.status().to_string();
@@ -134,10 +159,9 @@ TEST(JetStreamLog, DuplicateMsgIdIsStoredOnce) {
   EXPECT_EQ((*w)->stats().duplicates, 1u);
 }
 
-TEST(JetStreamLog, TwoWritersInterleaveAndTwoReadersSeeTheIdenticalOrder) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(3);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, TwoWritersInterleaveAndTwoReadersSeeTheIdenticalOrder) {
+  ASSERT_TRUE(start(3));
+  auto& c = cluster_;
   options o1 = base_options(*c, "r1");
   options o2 = base_options(*c, "r2");
   std::rotate(o2.servers.begin(), o2.servers.begin() + 2, o2.servers.end());  // on n3
@@ -182,10 +206,9 @@ TEST(JetStreamLog, TwoWritersInterleaveAndTwoReadersSeeTheIdenticalOrder) {
   }
 }
 
-TEST(JetStreamLog, Kill9OfTheStreamLeaderLosesNoAcknowledgedAppend) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(3);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, Kill9OfTheStreamLeaderLosesNoAcknowledgedAppend) {
+  ASSERT_TRUE(start(3));
+  auto& c = cluster_;
   options o = base_options(*c, "r1");
   o.append_timeout = 3s;  // shorter than the 4-6.5 s leader stall: some appends give up
   auto w = writer::open(o);
@@ -295,10 +318,9 @@ TEST(JetStreamLog, Kill9OfTheStreamLeaderLosesNoAcknowledgedAppend) {
               static_cast<unsigned long long>((*live)->resets()), static_cast<long long>(read_ms));
 }
 
-TEST(JetStreamLog, UnreachableNatsFailsWithinTheBudgetAndRecoversAfterRestart) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, UnreachableNatsFailsWithinTheBudgetAndRecoversAfterRestart) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   options o = base_options(*c, "r1");
   o.append_timeout = 1s;
   auto w = writer::open(o);
@@ -330,10 +352,9 @@ TEST(JetStreamLog, UnreachableNatsFailsWithinTheBudgetAndRecoversAfterRestart) {
   EXPECT_EQ(first_payload(got.back()), "after");
 }
 
-TEST(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   options o = base_options(*c, "r1");
   o.max_bytes = 256 << 10;
   auto w = writer::open(o);
@@ -357,10 +378,9 @@ TEST(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
   EXPECT_EQ(st->first_seq, 1u);
 }
 
-TEST(JetStreamLog, ReaderReportsAGapAfterAPurge) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, ReaderReportsAGapAfterAPurge) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   const options o = base_options(*c, "r1");
   auto w = writer::open(o);
   ASSERT_TRUE(w.ok()) << w.status().to_string();
@@ -375,10 +395,9 @@ TEST(JetStreamLog, ReaderReportsAGapAfterAPurge) {
   EXPECT_EQ(ok.size(), 5u);
 }
 
-TEST(JetStreamLog, OpenRefusesAnIncompatibleStream) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(JetStreamLog, OpenRefusesAnIncompatibleStream) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   options o = base_options(*c, "r1");
   ASSERT_TRUE(writer::open(o).ok());
   o.replicas = 3;  // the stream was created with 1
@@ -391,10 +410,9 @@ TEST(JetStreamLog, OpenRefusesAnIncompatibleStream) {
   EXPECT_EQ(writer::open(o).status().code(), errc::invalid_argument);
 }
 
-TEST(SharedSnapshots, PutGetCasAndOldChunksPurged) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(SharedSnapshots, PutGetCasAndOldChunksPurged) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   const options o = base_options(*c, "r1");
   shared_snapshot_config cfg;
   cfg.chunk_bytes = 64 << 10;
@@ -422,8 +440,13 @@ TEST(SharedSnapshots, PutGetCasAndOldChunksPurged) {
   EXPECT_FALSE(stale->has_value());
   // The current holder commits a newer snapshot on the right revision.
   const std::string blob2(70000, 'z');
+  EXPECT_FALSE(kv_has(c->url(0), "ic_snap", "snap.11.0"));  // the loser cleaned up
+  EXPECT_TRUE(kv_has(c->url(0), "ic_snap", "snap.10.4"));
   auto second = (*s)->put(20, blob2, (*first)->revision);
   ASSERT_TRUE(second.ok() && second->has_value()) << second.status().to_string();
+  EXPECT_FALSE(kv_has(c->url(0), "ic_snap", "snap.10.0"));  // the old set is purged
+  EXPECT_FALSE(kv_has(c->url(0), "ic_snap", "snap.10.4"));
+  EXPECT_TRUE(kv_has(c->url(0), "ic_snap", "snap.20.1"));
   auto got2 = (*s2)->get();
   ASSERT_TRUE(got2.ok()) << got2.status().to_string();
   EXPECT_EQ(got2->first.covering_seq, 20u);
@@ -436,10 +459,9 @@ TEST(SharedSnapshots, PutGetCasAndOldChunksPurged) {
   EXPECT_TRUE(got3->second.empty());
 }
 
-TEST(SharedSnapshots, LeaseIsExclusiveRenewableAndExpires) {
-  IC_REQUIRE_NATS();
-  auto c = start_or_fail(1);
-  ASSERT_NE(c, nullptr);
+TEST_F(SharedSnapshots, LeaseIsExclusiveRenewableAndExpires) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
   shared_snapshot_config cfg;
   cfg.lease_ttl = 1000ms;
   options oa = base_options(*c, "ra");
