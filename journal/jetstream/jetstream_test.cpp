@@ -495,5 +495,44 @@ TEST_F(SharedSnapshots, LeaseIsExclusiveRenewableAndExpires) {
   EXPECT_FALSE(late->has_value());
 }
 
+TEST_F(SharedSnapshots, PurgeBoundWaitsForTheManifestAndTheSlowestLiveReplica) {
+  ASSERT_TRUE(start(1));
+  auto& c = cluster_;
+  shared_snapshot_config cfg;
+  cfg.mark_ttl = 1000ms;
+  auto a = shared_snapshots::open(base_options(*c, "ra"), cfg);
+  auto b = shared_snapshots::open(base_options(*c, "rb"), cfg);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto none = (*a)->purge_bound(5);
+  ASSERT_TRUE(none.ok()) << none.status().to_string();
+  EXPECT_EQ(*none, 0u);  // no manifest: never purge
+  ASSERT_TRUE((*a)->put_mark(50).ok());
+  ASSERT_TRUE((*b)->put_mark(30).ok());
+  auto low = (*a)->min_live_mark();
+  ASSERT_TRUE(low.ok() && low->has_value());
+  EXPECT_EQ(**low, 30u);
+  auto m = (*a)->put(40, "state", 0);
+  ASSERT_TRUE(m.ok() && m->has_value());
+  auto p = (*a)->purge_bound(5);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, 25u);  // min(40, 30) - 5: rb still needs 31..
+  ASSERT_TRUE((*b)->put_mark(45).ok());
+  p = (*a)->purge_bound(5);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, 35u);  // min(40, 45) - 5: never above the manifest
+  // rb dies: its mark expires and only ra's counts (bounded wait for the TTL).
+  const auto deadline = steady::now() + 10s;
+  std::uint64_t seen = 0;
+  while (steady::now() < deadline) {
+    ASSERT_TRUE((*a)->put_mark(60).ok());
+    low = (*a)->min_live_mark();
+    ASSERT_TRUE(low.ok() && low->has_value());
+    seen = **low;
+    if (seen == 60) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_EQ(seen, 60u);
+}
+
 }  // namespace
 }  // namespace ic::journal::jetstream

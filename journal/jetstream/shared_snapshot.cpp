@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 
 #include "journal/format.hpp"
 #include "journal/jetstream/nats_connection.hpp"
@@ -77,7 +78,9 @@ struct shared_snapshots::impl {
   std::unique_ptr<detail::connection> conn;
   kvStore* snap = nullptr;
   kvStore* lease_kv = nullptr;
+  kvStore* marks = nullptr;
   ~impl() {
+    if (marks != nullptr) kvStore_Destroy(marks);
     if (snap != nullptr) kvStore_Destroy(snap);
     if (lease_kv != nullptr) kvStore_Destroy(lease_kv);
   }
@@ -110,8 +113,10 @@ shared_snapshots::~shared_snapshots() = default;
 result<std::unique_ptr<shared_snapshots>> shared_snapshots::open(
     const options& opts, const shared_snapshot_config& cfg) {
   if (status s = validate_origin(opts.replica_id); !s.ok()) return s;
-  if (cfg.chunk_bytes == 0 || cfg.lease_ttl < std::chrono::milliseconds(100)) {
-    return status{errc::invalid_argument, "chunk_bytes must be > 0 and lease_ttl >= 100 ms"};
+  if (cfg.chunk_bytes == 0 || cfg.lease_ttl < std::chrono::milliseconds(100) ||
+      cfg.mark_ttl < std::chrono::milliseconds(100)) {
+    return status{errc::invalid_argument,
+                  "chunk_bytes must be > 0, lease_ttl and mark_ttl >= 100 ms"};
   }
   auto conn = detail::connection::open(opts.servers, opts.replica_id + "-snapshots",
                                        opts.creds_file, opts.open_timeout);
@@ -128,6 +133,10 @@ result<std::unique_ptr<shared_snapshots>> shared_snapshots::open(
                            static_cast<std::int64_t>(cfg.lease_ttl.count()) * 1000000, 1024);
   if (!lk.ok()) return lk.status();
   p->lease_kv = *lk;
+  auto mk = bind_or_create(p->conn->js(), cfg.bucket_prefix + "marks", opts.replicas,
+                           static_cast<std::int64_t>(cfg.mark_ttl.count()) * 1000000, 64);
+  if (!mk.ok()) return mk.status();
+  p->marks = *mk;
   return std::unique_ptr<shared_snapshots>(new shared_snapshots(std::move(p)));
 }
 
@@ -228,6 +237,57 @@ result<std::optional<lease>> shared_snapshots::renew_lease(const lease& held) {
   if (s == NATS_OK) return std::optional<lease>(lease{held.holder, rev});
   if (transient(s)) return status{errc::unavailable, "renew lease: " + describe(s)};
   return std::optional<lease>();
+}
+
+status shared_snapshots::put_mark(std::uint64_t applied) {
+  const std::string key = "replica." + impl_->opts.replica_id;
+  std::uint64_t rev = 0;
+  natsStatus s = kvStore_PutString(&rev, impl_->marks, key.c_str(), std::to_string(applied).c_str());
+  if (s != NATS_OK) return {errc::unavailable, "put mark: " + describe(s)};
+  return {};
+}
+
+result<std::optional<std::uint64_t>> shared_snapshots::min_live_mark() const {
+  kvKeysList keys{nullptr, 0};
+  natsStatus s = kvStore_Keys(&keys, impl_->marks, nullptr);
+  if (s == NATS_NOT_FOUND) return std::optional<std::uint64_t>();
+  if (s != NATS_OK) return status{errc::unavailable, "list marks: " + describe(s)};
+  std::optional<std::uint64_t> low;
+  status bad;
+  for (int i = 0; i < keys.Count && bad.ok(); ++i) {
+    kvEntry* e = nullptr;
+    s = kvStore_Get(&e, impl_->marks, keys.Keys[i]);
+    if (s == NATS_NOT_FOUND) continue;  // expired between the listing and the read
+    if (s != NATS_OK) {
+      bad = status{errc::unavailable, "read mark: " + describe(s)};
+      break;
+    }
+    const std::string v(static_cast<const char*>(kvEntry_Value(e)),
+                        static_cast<std::size_t>(kvEntry_ValueLen(e)));
+    kvEntry_Destroy(e);
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || end == nullptr || *end != '\0') {
+      bad = status{errc::corruption, std::string("mark ") + keys.Keys[i] + " = '" + v + "'"};
+      break;
+    }
+    low = low ? std::min<std::uint64_t>(*low, n) : n;
+  }
+  kvKeysList_Destroy(&keys);
+  if (!bad.ok()) return bad;
+  return low;
+}
+
+result<std::uint64_t> shared_snapshots::purge_bound(std::uint64_t margin) const {
+  auto m = impl_->read_manifest();
+  if (!m.ok()) {
+    if (m.status().code() == errc::not_found) return std::uint64_t{0};
+    return m.status();
+  }
+  auto low = min_live_mark();
+  if (!low.ok()) return low.status();
+  const std::uint64_t bound = low->has_value() ? std::min(m->covering_seq, **low) : m->covering_seq;
+  return bound > margin ? bound - margin : 0;
 }
 
 }  // namespace ic::journal::jetstream

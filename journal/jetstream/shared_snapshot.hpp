@@ -10,7 +10,9 @@
 //   checksum  = format::checksum("ICSS", the whole snapshot blob)
 // Lease (bucket `<prefix>lease`, TTL = `lease_ttl`, History 1): key "lease.snapshotter"
 // holds the holder's replica id; kvStore_Create acquires, kvStore_Update(rev) renews, the
-// TTL frees it. The revision is a fencing token. The lease is an efficiency device: two
+// TTL frees it. The revision is a fencing token.
+// Replica marks (bucket `<prefix>marks`, TTL = `mark_ttl`): key "replica.<id>" = the
+// decimal stream sequence that replica applied; a dead replica's mark expires. The lease is an efficiency device: two
 // holders are safe because the manifest CAS lets only one commit per revision (§3.7).
 //
 //   auto s = shared_snapshots::open(opts);             // jetstream::options (servers, ...)
@@ -56,6 +58,8 @@ struct shared_snapshot_config {
   std::size_t chunk_bytes = std::size_t{256} << 10;
   /// Lease TTL (the bucket's TTL; renew well within it, e.g. every ttl/3). Default 10 s.
   std::chrono::milliseconds lease_ttl{10000};
+  /// Replica mark TTL (write marks well within it, e.g. every 5 s). Default 30 s.
+  std::chrono::milliseconds mark_ttl{30000};
 };
 
 /// The shared snapshot store and lease of one replica. Thread-safe (libnats is).
@@ -91,6 +95,16 @@ class shared_snapshots {
   /// Renews `held`; nullopt when it was lost (expired and taken, or revision moved):
   /// step down at once. Errors: unavailable (also: step down).
   result<std::optional<lease>> renew_lease(const lease& held);
+
+  /// Publishes this replica's applied stream sequence (its "mark"). Errors: unavailable.
+  status put_mark(std::uint64_t applied);
+  /// The lowest live mark, nullopt when no replica has one. Errors: corruption (a mark
+  /// that is not a number), unavailable.
+  result<std::optional<std::uint64_t>> min_live_mark() const;
+  /// The purge bound P of spec §3.6: min(manifest covering_seq, lowest live mark) − margin,
+  /// or 0 when nothing may be purged (no manifest, or the bound is ≤ 0). The lease holder
+  /// then calls writer::truncate_before(P + 1). Errors: as latest() and min_live_mark().
+  result<std::uint64_t> purge_bound(std::uint64_t margin) const;
 
  private:
   struct impl;
