@@ -128,6 +128,9 @@ struct writer::impl {
   std::string subject;
   std::atomic<std::uint64_t> next_counter{1};
   std::atomic<std::uint64_t> appends{0}, duplicates{0}, retries{0}, unknown{0}, refused{0};
+  // Set when an append ran out of budget, cleared by the next acknowledged one: while it is
+  // set and the connection is down, appends are refused at once (spec §3.8: no queueing).
+  std::atomic<bool> marked_unavailable{false};
 };
 
 writer::writer(std::unique_ptr<impl> p) : impl_(std::move(p)) {}
@@ -179,6 +182,12 @@ result<append_ack> writer::append(const std::vector<record_in>& records, const b
                       " bytes exceeds the NATS max_payload of " + std::to_string(max_payload)};
   }
   const std::string mid = msg_id(id);
+  if (impl_->marked_unavailable.load() && !impl_->conn->connected()) {
+    ++impl_->refused;
+    return status{errc::unavailable, "journal unavailable: NATS is disconnected and the last "
+                                     "append ran out of budget; msg id " + mid +
+                                         " not published"};
+  }
   const auto deadline = clock::now() + impl_->opts.append_timeout;
   std::chrono::milliseconds backoff(20);
   std::string last_error = "no attempt";
@@ -200,6 +209,7 @@ result<append_ack> writer::append(const std::vector<record_in>& records, const b
       jsPubAck_Destroy(pa);
       ++impl_->appends;
       if (ack.duplicate) ++impl_->duplicates;
+      impl_->marked_unavailable = false;
       return ack;
     }
     jsPubAck_Destroy(pa);
@@ -222,6 +232,7 @@ result<append_ack> writer::append(const std::vector<record_in>& records, const b
     }
   }
   ++impl_->unknown;
+  impl_->marked_unavailable = true;
   return status{errc::unavailable,
                 "outcome unknown; retry: no PubAck for msg id " + mid + " within " +
                     std::to_string(impl_->opts.append_timeout.count()) + " ms (" +

@@ -128,7 +128,9 @@ class writer {
   /// PubAck, retrying with the same id within `append_timeout`. Errors: invalid_argument
   /// (empty batch; an envelope larger than the server's max_payload), unavailable — with
   /// a message starting "outcome unknown; retry" after the budget ran out (the record may
-  /// be stored), or "stream full" when Discard=new refused it (not stored).
+  /// be stored), "stream full" when Discard=new refused it (not stored), or "journal
+  /// unavailable" at once — not published — while the connection is down after an append
+  /// ran out of budget (no queueing behind an outage; the next ack clears it).
   result<append_ack> append(const std::vector<record_in>& records);
   /// The same with an explicit id: a caller that got "outcome unknown" repeats an append
   /// with its old id, and a duplicate inside the window is acked with the first position.

@@ -340,6 +340,13 @@ TEST_F(JetStreamLog, UnreachableNatsFailsWithinTheBudgetAndRecoversAfterRestart)
               static_cast<long long>(
                   std::chrono::duration_cast<std::chrono::milliseconds>(took).count()));
   EXPECT_EQ((*w)->stats().unknown_outcomes, 1u);
+  // Marked unavailable and still disconnected: refused at once, nothing published.
+  const auto t1 = steady::now();
+  auto refused = (*w)->append({{1, "refused"}});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_LE(steady::now() - t1, 100ms);
+  EXPECT_EQ(refused.status().message().rfind("journal unavailable", 0), 0u)
+      << refused.status().message();
   ASSERT_TRUE(c->restart(0)) << c->logs();
   // The connection comes back by itself; appends succeed again (bounded).
   result<append_ack> again = status{errc::unavailable, "not tried"};
@@ -372,6 +379,10 @@ TEST_F(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
   EXPECT_EQ(refused.message().rfind("stream full", 0), 0u) << refused.message();
   EXPECT_GE(stored, 10);
   EXPECT_LE(stored, 16);
+  // A group larger than the server's max_payload (8 MB here) is refused before publishing.
+  const std::string huge(9 << 20, 'h');
+  auto too_big = (*w)->append({{1, huge}});
+  EXPECT_EQ(too_big.status().code(), errc::invalid_argument) << too_big.status().to_string();
   auto st = (*w)->state();
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->msgs, static_cast<std::uint64_t>(stored));  // nothing dropped (Discard=new)
