@@ -285,7 +285,9 @@ TEST_F(JetStreamLog, Kill9OfTheStreamLeaderLosesNoAcknowledgedAppend) {
   ASSERT_TRUE(resumed) << "appends did not resume after the leader kill";
   auto after = (*w)->state();
   ASSERT_TRUE(after.ok()) << after.status().to_string();
-  if (!restarted_early) EXPECT_NE(after->leader, st->leader);
+  if (!restarted_early) {
+    EXPECT_NE(after->leader, st->leader);
+  }
   // The killed node comes back (as a pod would). A consumer placed on it meanwhile can stall
   // the readers for 10-20 s on nats-server 2.9.10 (consumer create timing out while the dead
   // peer is still a placement candidate); the restart ends that.
