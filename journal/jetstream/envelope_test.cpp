@@ -46,6 +46,26 @@ TEST(Envelope, LayoutIsPinned) {
   EXPECT_EQ(format::hex(body), format::hex(want));
 }
 
+// Bytes committed once (2026-12-01) from this build: every later build must write and read
+// exactly these; a change to the layout needs envelope version 2, not an edit here.
+TEST(Envelope, MatchesTheCommittedFixture) {
+  const std::string fixture =
+      "49434a4501027231000644e99c437800000000000000002a000000020000000700000003616263000003e8"
+      "0000000065e8e61f5f3327bf";
+  const std::vector<record_in> recs = {{7, "abc"}, {1000, ""}};
+  EXPECT_EQ(format::hex(encode({"r1", 1764620000000000ULL, 42}, recs)), fixture);
+  std::string bytes;
+  for (std::size_t i = 0; i < fixture.size(); i += 2) {
+    bytes.push_back(static_cast<char>(std::stoi(fixture.substr(i, 2), nullptr, 16)));
+  }
+  envelope_view v;
+  ASSERT_TRUE(decode_envelope(bytes, &v).ok());
+  EXPECT_EQ(msg_id(v.id), "r1.1764620000000000.42");
+  ASSERT_EQ(v.records.size(), 2u);
+  EXPECT_EQ(v.records[0].payload, "abc");
+  EXPECT_EQ(v.records[1].type, 1000u);
+}
+
 TEST(Envelope, RefusesDamage) {
   const std::string good = encode({"r1", 5, 9}, {{1, "hello"}, {2, "world"}});
   envelope_view v;
