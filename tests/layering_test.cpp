@@ -16,7 +16,8 @@ TEST(Layering, PlainComponentsIncludeNoCafGrpcOrProtobuf) {
   const std::regex forbidden(
       R"(^\s*#\s*include\s*[<"](caf/|grpc|grpcpp/|google/protobuf/|inferencecache/|[^">]*\.pb\.h))");
   int files = 0;
-  for (const char* component : {"index", "policy", "journal", "admin_json", "topology"}) {
+  for (const char* component :
+       {"index", "policy", "journal", "admin_json", "topology", "templates"}) {
     fs::path dir = fs::path(IC_SOURCE_DIR) / component;
     ASSERT_TRUE(fs::exists(dir)) << dir;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {

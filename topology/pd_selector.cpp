@@ -1,6 +1,7 @@
 #include "topology/pd_selector.hpp"
 
 #include <algorithm>
+#include <cassert>
 
 #include "admin_json/ref.hpp"
 
@@ -19,7 +20,15 @@ void stats_table::set(std::string_view tenant, std::string_view model, std::stri
   if (t == rows_.end()) t = rows_.emplace(std::string(tenant), decltype(t->second){}).first;
   auto m = t->second.find(model);
   if (m == t->second.end()) m = t->second.emplace(std::string(model), by_replica{}).first;
-  m->second.insert_or_assign(std::string(replica), row{pressure, last_seen});
+  auto& rows = m->second;
+  auto it = std::lower_bound(rows.begin(), rows.end(), replica,
+                             [](const row& r, std::string_view id) { return r.replica_id < id; });
+  if (it != rows.end() && it->replica_id == replica) {
+    it->pressure = pressure;
+    it->last_seen = last_seen;
+  } else {
+    rows.insert(it, row{std::string(replica), pressure, last_seen});
+  }
 }
 
 void stats_table::touch(std::string_view tenant, std::string_view model, std::string_view replica,
@@ -28,8 +37,10 @@ void stats_table::touch(std::string_view tenant, std::string_view model, std::st
   if (t == rows_.end()) return;
   auto m = t->second.find(model);
   if (m == t->second.end()) return;
-  auto r = m->second.find(replica);
-  if (r != m->second.end()) r->second.last_seen = at;
+  auto& rows = m->second;
+  auto it = std::lower_bound(rows.begin(), rows.end(), replica,
+                             [](const row& r, std::string_view id) { return r.replica_id < id; });
+  if (it != rows.end() && it->replica_id == replica) it->last_seen = at;
 }
 
 void stats_table::rows(std::string_view tenant, std::string_view model,
@@ -38,7 +49,7 @@ void stats_table::rows(std::string_view tenant, std::string_view model,
   if (t == rows_.end()) return;
   auto m = t->second.find(model);
   if (m == t->second.end()) return;
-  for (const auto& [id, r] : m->second) out.push_back({id, r.pressure, r.last_seen});
+  for (const auto& r : m->second) out.push_back({r.replica_id, r.pressure, r.last_seen});
 }
 
 // ---------------------------------------------------------------------------- index_pd_view
@@ -95,7 +106,7 @@ pd_route_response code_only(std::string_view code) {
 }
 
 /// Returns the side's candidates: members (explicit ids + stats rows matching a pattern)
-/// that are live and below `max_pressure`, sorted by id, unique.
+/// that are live and below `max_pressure`, sorted by id, unique (as the rows are).
 std::vector<candidate> candidates(const std::vector<compiled_pool>& pools,
                                   const std::vector<replica_row>& rows, micros now,
                                   micros max_age_us, float max_pressure) {
@@ -111,11 +122,9 @@ std::vector<candidate> candidates(const std::vector<compiled_pool>& pools,
       }
     }
   }
-  const auto by_id = [](const candidate& a, const candidate& b) { return a.id() < b.id(); };
-  if (!std::is_sorted(out.begin(), out.end(), by_id)) std::sort(out.begin(), out.end(), by_id);
-  out.erase(std::unique(out.begin(), out.end(),
-                        [](const candidate& a, const candidate& b) { return a.id() == b.id(); }),
-            out.end());
+  // Rows come sorted and unique (pd_state_view contract), so the candidates are too.
+  assert(std::is_sorted(out.begin(), out.end(),
+                        [](const candidate& a, const candidate& b) { return a.id() < b.id(); }));
   return out;
 }
 

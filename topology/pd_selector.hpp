@@ -95,7 +95,8 @@ struct prefix_probe {
 class pd_state_view {
  public:
   virtual ~pd_state_view() = default;
-  /// Appends every stats row of (tenant, model) to `out`, in any order.
+  /// Appends every stats row of (tenant, model) to `out`, sorted by replica id, one per id
+  /// (the selector relies on this order; debug builds assert it).
   virtual void stats_rows(std::string_view tenant, std::string_view model,
                           std::vector<replica_row>& out) const = 0;
   /// Returns the fresh holders of the exact key under the default adapter, else the miss
@@ -118,10 +119,12 @@ class stats_table {
 
  private:
   struct row {
+    std::string replica_id;
     float pressure = 0;
     micros last_seen = 0;
   };
-  using by_replica = std::map<std::string, row, std::less<>>;
+  /// Sorted by replica id (a flat vector: `rows` is read on every lookup).
+  using by_replica = std::vector<row>;
   std::map<std::string, std::map<std::string, by_replica, std::less<>>, std::less<>> rows_;
 };
 
