@@ -7,7 +7,25 @@
 #include <exception>
 
 namespace ic::admin_json {
-namespace {
+policy::result<json> parse_document(std::string_view text, std::string_view prefix) {
+  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
+    return policy::error{std::string(prefix) + "empty body"};
+  }
+  try {
+    return json::parse(text.begin(), text.end());
+  } catch (const std::exception& e) {
+    return policy::error{one_line(std::string(prefix) + json_error_text(e))};
+  }
+}
+
+std::string json_error_text(const std::exception& e) {
+  std::string what = e.what();
+  if (what.rfind("[json.exception.", 0) == 0) {
+    const auto end = what.find("] ");
+    if (end != std::string::npos) what.erase(0, end + 2);
+  }
+  return what;
+}
 
 std::string kind_of(const json& v) {
   switch (v.type()) {
@@ -21,24 +39,6 @@ std::string kind_of(const json& v) {
     case json::value_t::number_float:
       return "number " + v.dump();
     default: return "value";
-  }
-}
-
-}  // namespace
-
-policy::result<json> parse_document(std::string_view text, std::string_view prefix) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return policy::error{std::string(prefix) + "empty body"};
-  }
-  try {
-    return json::parse(text.begin(), text.end());
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("[json.exception.", 0) == 0) {
-      const auto end = what.find("] ");
-      if (end != std::string::npos) what.erase(0, end + 2);
-    }
-    return policy::error{one_line(std::string(prefix) + what)};
   }
 }
 
@@ -183,6 +183,25 @@ bool reader::string_map(const json& v, const std::string& path,
     out[item.key()] = std::move(value);
   }
   return true;
+}
+
+bool decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
+                           std::string_view what,
+                           const std::function<bool(const json&, const std::string&)>& element) {
+  const std::string key(list_key);
+  if (!r.object(doc, "", {"version", list_key})) return false;
+  std::int64_t version = 0;
+  if (auto* f = reader::field(doc, "version")) r.integer(*f, "version", version, INT32_MIN, INT32_MAX);
+  if (!r.failed() && version != 1) {
+    r.fail("version", "unsupported " + std::string(what) + " version " + std::to_string(version) +
+                          " (accepted 1)");
+  }
+  if (auto* f = reader::field(doc, list_key); f != nullptr && r.array(*f, key)) {
+    for (std::size_t i = 0; i < f->size() && !r.failed(); ++i) {
+      if (!element((*f)[i], reader::element(key, i))) break;
+    }
+  }
+  return !r.failed();
 }
 
 }  // namespace ic::admin_json

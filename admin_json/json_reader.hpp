@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -34,6 +36,13 @@ using json = nlohmann::ordered_json;
 /// Parses `text` as exactly one JSON value (whitespace around it allowed, nothing else);
 /// errors are one line starting with `prefix`.
 policy::result<json> parse_document(std::string_view text, std::string_view prefix);
+
+/// Returns nlohmann's message of a parse error without its "[json.exception.x.n] " tag.
+std::string json_error_text(const std::exception& e);
+
+/// Names a JSON value's kind for type errors, as Go's UnmarshalTypeError does
+/// (`null`, `bool`, `string`, `array`, `object`, `number 1.5`).
+std::string kind_of(const json& v);
 
 /// Replaces line breaks and tabs by spaces (error texts may echo input).
 std::string one_line(std::string s);
@@ -87,5 +96,13 @@ class reader {
   std::string prefix_;
   std::optional<std::string> error_;
 };
+
+/// Decodes the root `{"version": N, "<list_key>": [...]}` of an admin store push: refuses
+/// other keys, requires `version == 1` (message `unsupported <what> version N (accepted 1)`)
+/// and calls `element(value, path)` for each list element in order until one fails.
+/// Returns false with `r.message()` set on the first error.
+bool decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
+                           std::string_view what,
+                           const std::function<bool(const json&, const std::string&)>& element);
 
 }  // namespace ic::admin_json

@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "admin_json/json_reader.hpp"
+#include "admin_json/ref.hpp"
 #include "templates/compiled_template.hpp"
 
 namespace ic::templates {
@@ -74,16 +75,9 @@ bool decode_template(reader& r, const json& v, const std::string& path, template
   return !r.failed();
 }
 
-bool check_name(reader& r, const std::string& path, const std::string& v) {
-  if (v.empty()) return r.fail(path, "must not be empty");
-  if (v.size() > max_name_bytes) return r.fail(path, "longer than 253 bytes");
-  if (v.find('/') != std::string::npos) return r.fail(path, "must not contain '/'");
-  return true;
-}
-
 bool check_template(reader& r, const template_def& t, const std::string& path) {
-  if (!check_name(r, reader::member(path, "namespace"), t.namespace_name)) return false;
-  if (!check_name(r, reader::member(path, "name"), t.name)) return false;
+  if (!admin_json::check_ref_part(r, reader::member(path, "namespace"), t.namespace_name)) return false;
+  if (!admin_json::check_ref_part(r, reader::member(path, "name"), t.name)) return false;
   if (t.body.empty()) return r.fail(reader::member(path, "body"), "must not be empty");
   if (t.body.size() > max_template_body_bytes) {
     return r.fail(reader::member(path, "body"), "longer than 1048576 bytes");
@@ -142,19 +136,12 @@ policy::result<template_set> decode_template_set(std::string_view text) {
   if (!doc) return policy::error{doc.error()};
   reader r(decode_prefix);
   template_set set;
-  set.version = 0;
-  if (!r.object(*doc, "", {"version", "templates"})) return policy::error{r.message()};
-  if (auto* f = reader::field(*doc, "version")) r.integer(*f, "version", set.version, INT32_MIN, INT32_MAX);
-  if (!r.failed() && set.version != templates_version) {
-    r.fail("version", "unsupported templates version " + std::to_string(set.version) + " (accepted 1)");
-  }
-  if (auto* f = reader::field(*doc, "templates"); f != nullptr && r.array(*f, "templates")) {
-    for (std::size_t i = 0; i < f->size() && !r.failed(); ++i) {
-      set.templates.emplace_back();
-      decode_template(r, (*f)[i], reader::element("templates", i), set.templates.back());
-    }
-  }
-  if (r.failed()) return policy::error{r.message()};
+  const bool ok = admin_json::decode_versioned_list(
+      r, *doc, "templates", "templates", [&](const json& v, const std::string& path) {
+        set.templates.emplace_back();
+        return decode_template(r, v, path, set.templates.back());
+      });
+  if (!ok) return policy::error{r.message()};
   reader v(invalid_prefix);
   if (set.templates.size() > max_templates) v.fail("templates", "more than 4096 templates");
   std::set<std::pair<std::string, std::string>> refs;
@@ -167,8 +154,8 @@ policy::result<template_set> decode_template_set(std::string_view text) {
     }
   }
   if (v.failed()) return policy::error{v.message()};
-  std::sort(set.templates.begin(), set.templates.end(), [](const template_def& a, const template_def& b) {
-    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+  admin_json::sort_by_ref(set.templates, [](const template_def& t) {
+    return std::tie(t.namespace_name, t.name);
   });
   return set;
 }

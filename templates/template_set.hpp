@@ -22,7 +22,6 @@ inline constexpr std::size_t max_templates_body_bytes = std::size_t{8} << 20;
 inline constexpr std::size_t max_template_body_bytes = std::size_t{1} << 20;
 inline constexpr std::size_t max_templates = 4096;
 inline constexpr std::size_t max_slots = 64;
-inline constexpr std::size_t max_name_bytes = 253;
 /// Largest rendered output (LookupRoute's MaxPromptTextBytes).
 inline constexpr std::size_t max_rendered_bytes = 1'048'576;
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <tuple>
 
 #include <xxhash.h>
@@ -33,29 +32,20 @@ template_snapshot::template_snapshot(template_set set) : set_(std::move(set)) {
 }
 
 const compiled_template* template_snapshot::find(std::string_view ns, std::string_view name) const {
-  auto it = std::lower_bound(compiled_.begin(), compiled_.end(), std::make_pair(ns, name),
-                             [](const compiled_template& c, const auto& key) {
-                               return std::tie(c.def->namespace_name, c.def->name) <
-                                      std::tie(key.first, key.second);
-                             });
-  if (it == compiled_.end() || it->def->namespace_name != ns || it->def->name != name) {
-    return nullptr;
-  }
-  return &*it;
+  return admin_json::find_by_ref(compiled_, ns, name, [](const compiled_template& c) {
+    return std::tie(c.def->namespace_name, c.def->name);
+  });
 }
 
 template_store::template_store()
     : current_(std::make_shared<const template_snapshot>(template_set{})) {}
 
 void template_store::apply(template_set set) {
-  std::atomic_store(&current_, std::shared_ptr<const template_snapshot>(
-                                   std::make_shared<const template_snapshot>(std::move(set))));
+  current_.publish(std::make_shared<const template_snapshot>(std::move(set)));
   pushed_ = true;
 }
 
-std::shared_ptr<const template_snapshot> template_store::current() const {
-  return std::atomic_load(&current_);
-}
+std::shared_ptr<const template_snapshot> template_store::current() const { return current_.load(); }
 
 std::string template_store::to_bytes() const { return encode_template_set(current()->set()); }
 

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "admin_json/snapshot_cell.hpp"
 #include "policy/result.hpp"
 #include "templates/compiled_template.hpp"
 #include "templates/template_set.hpp"
@@ -94,7 +95,7 @@ class template_store {
   std::string to_json() const { return current()->listing(); }
 
  private:
-  std::shared_ptr<const template_snapshot> current_;
+  admin_json::snapshot_cell<const template_snapshot> current_;
   bool pushed_ = false;
 };
 

@@ -143,16 +143,15 @@ TEST_F(pd_fixture, Scenario06_FloorOffKeepsTheSmallHolder) {
 }
 
 TEST_F(pd_fixture, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
+  // Nobody holds K; the tenant has other vllm keys.
+  index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);  // PREFIX_EVICTED
+  index.apply_event({2, "d-0", "m", "serving", K, 0, ""}, t0);
+  index.ingest(update("p-0", {legacy("other-key", 100)}, "serving", "m", "vllm"), t0);
+  expect(run(), affinity_p2);
+  // Another novel prefix: the pick follows its own SHA-256 (mod 3 over [p-0, p-1, p-2]).
   request.prefix_hash = std::string("\x09\x09\x09\x09\x09\x09\x09\x09", 8);
   const auto pick = index::affinity_index(request.prefix_hash, 3);
   expect(run(), {"AFFINITY_HINT", "p-" + std::to_string(pick), "d-1", "NIXL"});
-  request.prefix_hash = K;
-  index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);
-  index.apply_event({2, "d-0", "m", "serving", K, 0, ""}, t0);
-  hold("p-0", 256);
-  index.apply_event({2, "p-0", "m", "serving", K, 0, ""}, t0);
-  index.ingest(update("p-0", {legacy("other-key", 100)}, "serving", "m", "vllm"), t0);
-  expect(run(), affinity_p2);
 }
 
 TEST_F(pd_fixture, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {

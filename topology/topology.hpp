@@ -24,7 +24,6 @@ inline constexpr std::int64_t topology_version = 1;
 inline constexpr std::size_t max_topology_body_bytes = std::size_t{1} << 20;
 /// Limits of §2.2.
 inline constexpr std::size_t max_topologies = 256;
-inline constexpr std::size_t max_name_bytes = 253;
 inline constexpr std::size_t max_pool_patterns = 32;
 inline constexpr std::size_t max_pool_ids = 1024;
 

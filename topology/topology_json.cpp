@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "admin_json/json_reader.hpp"
+#include "admin_json/ref.hpp"
 #include "topology/glob.hpp"
 
 namespace ic::topology {
@@ -141,14 +142,6 @@ bool valid_transport(std::string_view t) {
   return t == transport::mooncake || t == transport::nixl || t == transport::direct;
 }
 
-/// Checks a namespace or name: non-empty, ≤ 253 bytes, no '/'.
-bool check_name(reader& r, const std::string& path, const std::string& v) {
-  if (v.empty()) return r.fail(path, "must not be empty");
-  if (v.size() > max_name_bytes) return r.fail(path, "longer than 253 bytes");
-  if (v.find('/') != std::string::npos) return r.fail(path, "must not contain '/'");
-  return true;
-}
-
 bool check_pools(reader& r, const topology& t, const std::string& path,
                  const std::vector<pool>& pools) {
   if (pools.empty()) return r.fail(path, "needs at least one pool");
@@ -192,8 +185,8 @@ bool check_pools(reader& r, const topology& t, const std::string& path,
 }
 
 bool check_topology(reader& r, const topology& t, const std::string& path) {
-  if (!check_name(r, reader::member(path, "namespace"), t.namespace_name)) return false;
-  if (!check_name(r, reader::member(path, "name"), t.name)) return false;
+  if (!admin_json::check_ref_part(r, reader::member(path, "namespace"), t.namespace_name)) return false;
+  if (!admin_json::check_ref_part(r, reader::member(path, "name"), t.name)) return false;
   if (t.hash_scheme.empty()) return r.fail(reader::member(path, "hashScheme"), "must not be empty");
   for (std::size_t i = 0; i < t.models.size(); ++i) {
     if (t.models[i].empty()) {
@@ -269,19 +262,12 @@ policy::result<topology_set> decode_topology_set(std::string_view text) {
   if (!doc) return policy::error{doc.error()};
   reader r(decode_prefix);
   topology_set set;
-  set.version = 0;
-  if (!r.object(*doc, "", {"version", "topologies"})) return policy::error{r.message()};
-  if (auto* f = reader::field(*doc, "version")) r.integer(*f, "version", set.version, INT32_MIN, INT32_MAX);
-  if (!r.failed() && set.version != topology_version) {
-    r.fail("version", "unsupported topology version " + std::to_string(set.version) + " (accepted 1)");
-  }
-  if (auto* f = reader::field(*doc, "topologies"); f != nullptr && r.array(*f, "topologies")) {
-    for (std::size_t i = 0; i < f->size() && !r.failed(); ++i) {
-      set.topologies.emplace_back();
-      decode_topology(r, (*f)[i], reader::element("topologies", i), set.topologies.back());
-    }
-  }
-  if (r.failed()) return policy::error{r.message()};
+  const bool ok = admin_json::decode_versioned_list(
+      r, *doc, "topologies", "topology", [&](const json& v, const std::string& path) {
+        set.topologies.emplace_back();
+        return decode_topology(r, v, path, set.topologies.back());
+      });
+  if (!ok) return policy::error{r.message()};
   reader v(invalid_prefix);
   if (set.topologies.size() > max_topologies) v.fail("topologies", "more than 256 topologies");
   std::set<std::pair<std::string, std::string>> refs;
@@ -295,8 +281,8 @@ policy::result<topology_set> decode_topology_set(std::string_view text) {
   }
   if (v.failed()) return policy::error{v.message()};
   for (auto& t : set.topologies) normalise(t);
-  std::sort(set.topologies.begin(), set.topologies.end(), [](const topology& a, const topology& b) {
-    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+  admin_json::sort_by_ref(set.topologies, [](const topology& t) {
+    return std::tie(t.namespace_name, t.name);
   });
   return set;
 }

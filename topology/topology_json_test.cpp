@@ -1,7 +1,9 @@
 // /topology decoding, validation, normalisation and the canonical round trip (§2.2).
 #include "topology/topology_json.hpp"
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -159,6 +161,30 @@ TEST(TopologyJson, TransportDerivesFromAcceleratorTypesThenVendors) {
   EXPECT_EQ(derive_transport(t, pool_of("x"), pool_of("y")), transport::mooncake);  // agree
   EXPECT_EQ(derive_transport(t, pool_of("h100"), pool_of("a3")), std::nullopt);  // mixed
   EXPECT_EQ(derive_transport(t, pool_of(""), pool_of("h100")), std::nullopt);     // missing
+}
+
+TEST(TopologyStore, ReadersSeeTheOldOrTheNewSnapshotDuringPushes) {
+  auto a = parse_topology_body(body_with(pools));
+  auto b = parse_topology_body(R"({"version":1,"topologies":[]})");
+  ASSERT_TRUE(a && b);
+  const std::string a_json = encode_topology_set(*a);
+  const std::string b_json = encode_topology_set(*b);
+  topology_store store;
+  store.apply(*a);
+  std::atomic<bool> done{false};
+  std::atomic<int> bad{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      auto snap = store.current();
+      const bool has = snap->find("serving", "pd") != nullptr;
+      if (snap->canonical() != (has ? a_json : b_json)) ++bad;
+    }
+  });
+  for (int i = 0; i < 2000; ++i) store.apply(i % 2 == 0 ? *b : *a);
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(store.to_json(), a_json);
 }
 
 }  // namespace

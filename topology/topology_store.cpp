@@ -1,9 +1,9 @@
 #include "topology/topology_store.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <tuple>
 
+#include "admin_json/ref.hpp"
 #include "topology/topology_json.hpp"
 
 namespace ic::topology {
@@ -59,29 +59,20 @@ topology_snapshot::topology_snapshot(topology_set set) : set_(std::move(set)) {
 }
 
 const compiled_topology* topology_snapshot::find(std::string_view ns, std::string_view name) const {
-  auto it = std::lower_bound(compiled_.begin(), compiled_.end(), std::make_pair(ns, name),
-                             [](const compiled_topology& c, const auto& key) {
-                               return std::tie(c.spec->namespace_name, c.spec->name) <
-                                      std::tie(key.first, key.second);
-                             });
-  if (it == compiled_.end() || it->spec->namespace_name != ns || it->spec->name != name) {
-    return nullptr;
-  }
-  return &*it;
+  return admin_json::find_by_ref(compiled_, ns, name, [](const compiled_topology& c) {
+    return std::tie(c.spec->namespace_name, c.spec->name);
+  });
 }
 
 topology_store::topology_store()
     : current_(std::make_shared<const topology_snapshot>(topology_set{})) {}
 
 void topology_store::apply(topology_set set) {
-  auto next = std::make_shared<const topology_snapshot>(std::move(set));
-  std::atomic_store(&current_, std::shared_ptr<const topology_snapshot>(std::move(next)));
+  current_.publish(std::make_shared<const topology_snapshot>(std::move(set)));
   pushed_ = true;
 }
 
-std::shared_ptr<const topology_snapshot> topology_store::current() const {
-  return std::atomic_load(&current_);
-}
+std::shared_ptr<const topology_snapshot> topology_store::current() const { return current_.load(); }
 
 std::string topology_store::to_bytes() const { return current()->canonical(); }
 

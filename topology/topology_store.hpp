@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admin_json/snapshot_cell.hpp"
 #include "policy/result.hpp"
 #include "topology/glob.hpp"
 #include "topology/topology.hpp"
@@ -92,7 +93,7 @@ class topology_store {
   std::string to_json() const { return to_bytes(); }
 
  private:
-  std::shared_ptr<const topology_snapshot> current_;
+  admin_json::snapshot_cell<const topology_snapshot> current_;
   bool pushed_ = false;
 };
 
