@@ -122,7 +122,7 @@ std::vector<candidate> candidates(const std::vector<compiled_pool>& pools,
       }
     }
   }
-  // Rows come sorted and unique (pd_state_view contract), so the candidates are too.
+  // Rows are sorted and unique by id (select_pd_route ensures it), so the candidates are too.
   assert(std::is_sorted(out.begin(), out.end(),
                         [](const candidate& a, const candidate& b) { return a.id() < b.id(); }));
   return out;
@@ -192,6 +192,21 @@ pd_route_response select_pd_route(const pd_route_request& r, const topology_snap
   thread_local std::vector<replica_row> rows;  // scratch: no allocation per call
   rows.clear();
   state.stats_rows(r.tenant_id, r.model_id, rows);
+  // Views deliver rows sorted and unique by id; one pass checks it, and anything else is
+  // put in that order (candidates, ties and affinity picks all read it).
+  const auto row_order = [](const replica_row& a, const replica_row& b) {
+    return a.replica_id < b.replica_id;
+  };
+  if (std::adjacent_find(rows.begin(), rows.end(), [&](const replica_row& a, const replica_row& b) {
+        return !row_order(a, b);
+      }) != rows.end()) {
+    std::stable_sort(rows.begin(), rows.end(), row_order);
+    rows.erase(std::unique(rows.begin(), rows.end(),
+                           [](const replica_row& a, const replica_row& b) {
+                             return a.replica_id == b.replica_id;
+                           }),
+               rows.end());
+  }
 
   // S5: decode = lowest pressure, exact ties broken by SHA-256 affinity over the sorted ties.
   const auto decode = candidates(topo->decode, rows, now, max_age_us, sel.max_decode_pressure);

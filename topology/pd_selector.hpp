@@ -95,8 +95,8 @@ struct prefix_probe {
 class pd_state_view {
  public:
   virtual ~pd_state_view() = default;
-  /// Appends every stats row of (tenant, model) to `out`, sorted by replica id, one per id
-  /// (the selector relies on this order; debug builds assert it).
+  /// Appends every stats row of (tenant, model) to `out`, one per replica id, preferably
+  /// sorted by id (the selector checks the order in one pass and sorts otherwise).
   virtual void stats_rows(std::string_view tenant, std::string_view model,
                           std::vector<replica_row>& out) const = 0;
   /// Returns the fresh holders of the exact key under the default adapter, else the miss
