@@ -56,7 +56,7 @@ std::string set_of(std::initializer_list<std::string> templates) {
   return out + "]}";
 }
 
-class templates_fixture : public ::testing::Test {
+class RenderScenarios : public ::testing::Test {
  protected:
   void SetUp() override { push(set_of({t1_json(), t2_json, t3_json, t4_json})); }
   void push(const std::string& body) {
@@ -81,7 +81,7 @@ class templates_fixture : public ::testing::Test {
   template_store store;
 };
 
-TEST_F(templates_fixture, Scenario01_RendersWithStablePrefixHashAndRevision) {
+TEST_F(RenderScenarios, Scenario01_RendersWithStablePrefixHashAndRevision) {
   auto r = t1({{"product", "Acme"}, {"history", "user: hi"}});
   EXPECT_EQ(r.reason_code, "OK");
   EXPECT_EQ(r.rendered_prompt, "You are a helpful support agent for Acme.\nConversation so far:\nuser: hi\n");
@@ -92,55 +92,55 @@ TEST_F(templates_fixture, Scenario01_RendersWithStablePrefixHashAndRevision) {
   EXPECT_EQ(r.template_revision, t1_rev);
 }
 
-TEST_F(templates_fixture, Scenario02_MutableValueDoesNotChangeTheHash) {
+TEST_F(RenderScenarios, Scenario02_MutableValueDoesNotChangeTheHash) {
   auto a = t1({{"product", "Acme"}, {"history", "user: hi"}});
   auto b = t1({{"product", "Acme"}, {"history", "user: bye"}});
   EXPECT_EQ(a.stable_prefix_hash, b.stable_prefix_hash);
   EXPECT_NE(a.rendered_prompt, b.rendered_prompt);
 }
 
-TEST_F(templates_fixture, Scenario03_StableValueChangesTheHash) {
+TEST_F(RenderScenarios, Scenario03_StableValueChangesTheHash) {
   EXPECT_EQ(hex(t1({{"product", "Globex"}, {"history", "x"}}).stable_prefix_hash), "d0b76e077139dfce");
 }
 
-TEST_F(templates_fixture, Scenario04_MissingRequiredSlotIsRenderError) {
+TEST_F(RenderScenarios, Scenario04_MissingRequiredSlotIsRenderError) {
   expect_empty(t1({{"history", "user: hi"}}), "RENDER_ERROR", t1_rev);
 }
 
-TEST_F(templates_fixture, Scenario05_AbsentOptionalSlotRendersEmpty) {
+TEST_F(RenderScenarios, Scenario05_AbsentOptionalSlotRendersEmpty) {
   auto r = t1({{"product", "Acme"}});
   EXPECT_EQ(r.reason_code, "OK");
   EXPECT_EQ(r.rendered_prompt.substr(r.rendered_prompt.size() - 9), "so far:\n\n");
   EXPECT_EQ(hex(r.stable_prefix_hash), "e814c61e33490731");
 }
 
-TEST_F(templates_fixture, Scenario06_UndeclaredVariableIsRenderError) {
+TEST_F(RenderScenarios, Scenario06_UndeclaredVariableIsRenderError) {
   expect_empty(t1({{"product", "Acme"}, {"histroy", "typo"}}), "RENDER_ERROR", t1_rev);
 }
 
-TEST_F(templates_fixture, Scenario07_UnknownRefIsNotFound) {
+TEST_F(RenderScenarios, Scenario07_UnknownRefIsNotFound) {
   expect_empty(call("serving/nope", {{"product", "Acme"}}), "TEMPLATE_NOT_FOUND", "");
 }
 
-TEST_F(templates_fixture, Scenario08_BareNameResolvesInTheTenantNamespace) {
+TEST_F(RenderScenarios, Scenario08_BareNameResolvesInTheTenantNamespace) {
   EXPECT_EQ(call("support-agent", {{"product", "Acme"}, {"history", "user: hi"}}),
             t1({{"product", "Acme"}, {"history", "user: hi"}}));
 }
 
-TEST_F(templates_fixture, Scenario09_ForeignNamespaceIsNotFound) {
+TEST_F(RenderScenarios, Scenario09_ForeignNamespaceIsNotFound) {
   expect_empty(call("serving/support-agent", {{"product", "Acme"}}, "other"), "TEMPLATE_NOT_FOUND", "");
 }
 
-TEST_F(templates_fixture, Scenario10_EmptyTenantIsNotFound) {
+TEST_F(RenderScenarios, Scenario10_EmptyTenantIsNotFound) {
   expect_empty(call("support-agent", {{"product", "Acme"}}, ""), "TEMPLATE_NOT_FOUND", "");
 }
 
-TEST_F(templates_fixture, Scenario11_ReservedTenantIsNotFound) {
+TEST_F(RenderScenarios, Scenario11_ReservedTenantIsNotFound) {
   expect_empty(call("serving/support-agent", {{"product", "Acme"}}, "inferencecache.io/probe"),
                "TEMPLATE_NOT_FOUND", "");
 }
 
-TEST_F(templates_fixture, Scenario12_KubebuilderAliasSample) {
+TEST_F(RenderScenarios, Scenario12_KubebuilderAliasSample) {
   auto r = call("sample", {{"system", "be brief"}, {"user", "hello"}});
   EXPECT_EQ(r.reason_code, "OK");
   EXPECT_EQ(r.rendered_prompt, "system: be brief\nuser: hello\n");
@@ -148,53 +148,53 @@ TEST_F(templates_fixture, Scenario12_KubebuilderAliasSample) {
   EXPECT_EQ(r.stable_prefix_hash, stable_prefix_hash("system: be brief\nuser: "));
 }
 
-TEST_F(templates_fixture, Scenario13_MutableFirstHasNoStablePrefix) {
+TEST_F(RenderScenarios, Scenario13_MutableFirstHasNoStablePrefix) {
   auto r = call("mut-first", {{"q", "why?"}});
   EXPECT_EQ(r.reason_code, "OK");
   EXPECT_EQ(r.rendered_prompt, "why? — answer briefly.");
   EXPECT_EQ(r.stable_prefix_hash, "");
 }
 
-TEST_F(templates_fixture, Scenario14_StableOnlyHashesTheWholeText) {
+TEST_F(RenderScenarios, Scenario14_StableOnlyHashesTheWholeText) {
   auto r = call("stable-only", {{"policy", "x"}});
   EXPECT_EQ(r.rendered_prompt, "Policy: x");
   EXPECT_EQ(r.stable_prefix_hash, stable_prefix_hash("Policy: x"));
   EXPECT_EQ(r.stable_prefix_hash.size(), 8u);
 }
 
-TEST_F(templates_fixture, Scenario15_ValuesAreInsertedLiterally) {
+TEST_F(RenderScenarios, Scenario15_ValuesAreInsertedLiterally) {
   auto r = t1({{"product", "{{ history }}"}, {"history", "H"}});
   EXPECT_EQ(r.rendered_prompt, "You are a helpful support agent for {{ history }}.\nConversation so far:\nH\n");
 }
 
-TEST_F(templates_fixture, Scenario16_RepeatedStableSlot) {
+TEST_F(RenderScenarios, Scenario16_RepeatedStableSlot) {
   push(set_of({R"({"namespace":"serving","name":"rep","body":"A {{ x }} B {{ x }}","slots":[{"name":"x","type":"Stable"}]})"}));
   auto r = call("rep", {{"x", "1"}});
   EXPECT_EQ(r.rendered_prompt, "A 1 B 1");
   EXPECT_EQ(r.stable_prefix_hash, stable_prefix_hash("A 1 B 1"));
 }
 
-TEST_F(templates_fixture, Scenario17_EmptyValueSatisfiesRequired) {
+TEST_F(RenderScenarios, Scenario17_EmptyValueSatisfiesRequired) {
   auto r = t1({{"product", ""}});
   EXPECT_EQ(r.reason_code, "OK");
   EXPECT_EQ(r.rendered_prompt, "You are a helpful support agent for .\nConversation so far:\n\n");
 }
 
-TEST_F(templates_fixture, Scenario18_OutputOverOneMebibyteIsRenderError) {
+TEST_F(RenderScenarios, Scenario18_OutputOverOneMebibyteIsRenderError) {
   expect_empty(t1({{"product", "Acme"}, {"history", std::string(1'048'577, 'h')}}), "RENDER_ERROR", t1_rev);
   // Exactly at the limit is fine.
   const std::size_t fixed = t1({{"product", "Acme"}}).rendered_prompt.size();
   EXPECT_EQ(t1({{"product", "Acme"}, {"history", std::string(max_rendered_bytes - fixed, 'h')}}).reason_code, "OK");
 }
 
-TEST_F(templates_fixture, Scenario19_MutableBeforeStableLeavesNoStableText) {
+TEST_F(RenderScenarios, Scenario19_MutableBeforeStableLeavesNoStableText) {
   push(set_of({R"({"namespace":"serving","name":"qs","body":"{{ q }} {{ sys }}","slots":[{"name":"q","type":"Mutable"},{"name":"sys","type":"Stable"}]})"}));
   auto r = call("qs", {{"q", "a"}, {"sys", "b"}});
   EXPECT_EQ(r.rendered_prompt, "a b");
   EXPECT_EQ(r.stable_prefix_hash, "");
 }
 
-TEST_F(templates_fixture, Scenario20_PlaceholderSpellingsAreEquivalent) {
+TEST_F(RenderScenarios, Scenario20_PlaceholderSpellingsAreEquivalent) {
   std::string revisions;
   for (const char* ph : {"{{product}}", "{{  product  }}", "{{.product}}", "{{\tproduct }}"}) {
     push(set_of({R"({"namespace":"serving","name":"p","body":)" + json_string("P=" + std::string(ph) + ";") +
@@ -206,7 +206,7 @@ TEST_F(templates_fixture, Scenario20_PlaceholderSpellingsAreEquivalent) {
   }
 }
 
-TEST_F(templates_fixture, Scenario21_EscapeEmitsOpeningBraces) {
+TEST_F(RenderScenarios, Scenario21_EscapeEmitsOpeningBraces) {
   push(set_of({R"({"namespace":"serving","name":"e","body":"a {{ '{{' }} b {{\"{{\"}} c }} {% {# }}","slots":[]})"}));
   EXPECT_EQ(call("e", {}).rendered_prompt, "a {{ b {{ c }} {% {# }}");
 }
@@ -255,12 +255,12 @@ TEST(TemplatePush, Scenario22_PushRulesEachRefused) {
   EXPECT_EQ(big.error(), "decode templates: body larger than 8388608 bytes");
 }
 
-TEST_F(templates_fixture, Scenario23_DescriptionDoesNotChangeTheRevision) {
+TEST_F(RenderScenarios, Scenario23_DescriptionDoesNotChangeTheRevision) {
   push(set_of({t1_json("something else entirely")}));
   EXPECT_EQ(t1({{"product", "Acme"}}).template_revision, t1_rev);
 }
 
-TEST_F(templates_fixture, Scenario24_ChangedBodyHasANewRevision) {
+TEST_F(RenderScenarios, Scenario24_ChangedBodyHasANewRevision) {
   push(set_of({t1_json("d", t1_body + "Be kind.\n")}));
   const auto r = t1({{"product", "Acme"}});
   EXPECT_EQ(r.reason_code, "OK");
@@ -268,13 +268,13 @@ TEST_F(templates_fixture, Scenario24_ChangedBodyHasANewRevision) {
   for (int i = 0; i < 10; ++i) EXPECT_NE(t1({{"product", "Acme"}}).template_revision, t1_rev);
 }
 
-TEST_F(templates_fixture, Scenario25_ReplaceOnWriteDropsTheTemplate) {
+TEST_F(RenderScenarios, Scenario25_ReplaceOnWriteDropsTheTemplate) {
   push(set_of({t2_json}));
   expect_empty(t1({{"product", "Acme"}}), "TEMPLATE_NOT_FOUND", "");
   EXPECT_EQ(call("sample", {{"system", "s"}, {"user", "u"}}).reason_code, "OK");
 }
 
-TEST_F(templates_fixture, Scenario26_RefusedPushKeepsTheOldStore) {
+TEST_F(RenderScenarios, Scenario26_RefusedPushKeepsTheOldStore) {
   // The journal-outage 503 is the wiring's; a refused push never reaches `apply`.
   const std::string before = store.to_json();
   ASSERT_FALSE(parse_templates_body(set_of({R"({"namespace":"serving","name":"x","body":"{{ y }}"})"})));
@@ -282,7 +282,7 @@ TEST_F(templates_fixture, Scenario26_RefusedPushKeepsTheOldStore) {
   EXPECT_EQ(t1({{"product", "Acme"}}).reason_code, "OK");
 }
 
-TEST_F(templates_fixture, Scenario27_JournalRoundTripIsByteEqualAndRendersTheSame) {
+TEST_F(RenderScenarios, Scenario27_JournalRoundTripIsByteEqualAndRendersTheSame) {
   auto set = template_store::from_bytes(store.to_bytes());
   ASSERT_TRUE(set) << set.error();
   template_store restored;
@@ -297,7 +297,7 @@ TEST_F(templates_fixture, Scenario27_JournalRoundTripIsByteEqualAndRendersTheSam
   EXPECT_EQ(encode_template_set(*again), store.to_bytes());
 }
 
-TEST_F(templates_fixture, Scenario28_RepeatedCallsAreByteIdentical) {
+TEST_F(RenderScenarios, Scenario28_RepeatedCallsAreByteIdentical) {
   const auto first = t1({{"product", "Acme"}, {"history", "user: hi"}});
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(t1({{"product", "Acme"}, {"history", "user: hi"}}), first);
 }

@@ -1,6 +1,6 @@
 // LookupPDRoute selection: the scenarios of pd-templates.md §2.8 decidable without the
 // server, on a real `cache_index` (entries, TTL, events, classifier) plus a stats table.
-// Each test is named after its scenario number; fixture F is built in `pd_fixture`.
+// Each test is named after its scenario number; fixture F is built in `PdRouteScenarios`.
 #include "topology/pd_selector.hpp"
 
 #include <string>
@@ -46,7 +46,7 @@ std::string topology_body(const std::string& prefill_members, const std::string&
 }
 
 /// Fixture F of §2.8.
-class pd_fixture : public ::testing::Test {
+class PdRouteScenarios : public ::testing::Test {
  protected:
   void SetUp() override {
     push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])"));
@@ -108,26 +108,26 @@ TEST(PdSelectorFacts, ComputedAffinityOfKMatchesTheSpec) {
   EXPECT_EQ(index::affinity_index(K, 2), 1u);
 }
 
-TEST_F(pd_fixture, Scenario01_DecodeLowestPressurePrefillHolder) { expect(run(), scenario1); }
+TEST_F(PdRouteScenarios, Scenario01_DecodeLowestPressurePrefillHolder) { expect(run(), scenario1); }
 
-TEST_F(pd_fixture, Scenario02_HigherScoreWinsOverFreerHolder) {
+TEST_F(PdRouteScenarios, Scenario02_HigherScoreWinsOverFreerHolder) {
   hold("p-0", 128);
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario03_ScoreIncludesPressure) {
+TEST_F(PdRouteScenarios, Scenario03_ScoreIncludesPressure) {
   index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);  // PREFIX_EVICTED
   hold("p-0", 256);
   hold("p-2", 256);
   expect(run(), {"PREFIX_MATCH", "p-2", "d-1", "NIXL"});
 }
 
-TEST_F(pd_fixture, Scenario04_BelowMatchedFloorFallsBackToAffinity) {
+TEST_F(PdRouteScenarios, Scenario04_BelowMatchedFloorFallsBackToAffinity) {
   hold("p-1", 48);
   expect(run(), affinity_p2);
 }
 
-TEST_F(pd_fixture, Scenario05_AffinityOffGivesNoHint) {
+TEST_F(PdRouteScenarios, Scenario05_AffinityOffGivesNoHint) {
   hold("p-1", 48);
   auto pol = policy::resolved_policy::no_policy();
   pol.affinity_routing = false;
@@ -135,14 +135,14 @@ TEST_F(pd_fixture, Scenario05_AffinityOffGivesNoHint) {
   expect_empty(run(pol), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario06_FloorOffKeepsTheSmallHolder) {
+TEST_F(PdRouteScenarios, Scenario06_FloorOffKeepsTheSmallHolder) {
   hold("p-1", 48);
   auto pol = policy::resolved_policy::no_policy();
   pol.minimum_matched_tokens = 0;
   expect(run(pol), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
+TEST_F(PdRouteScenarios, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
   // Nobody holds K; the tenant has other vllm keys.
   index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);  // PREFIX_EVICTED
   index.apply_event({2, "d-0", "m", "serving", K, 0, ""}, t0);
@@ -154,7 +154,7 @@ TEST_F(pd_fixture, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
   expect(run(), {"AFFINITY_HINT", "p-" + std::to_string(pick), "d-1", "NIXL"});
 }
 
-TEST_F(pd_fixture, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
+TEST_F(PdRouteScenarios, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
   index::cache_index other;
   other.ingest(update("x", {legacy(K, 256)}, "someone-else", "m", "vllm"), t0);
   index_pd_view view(other, stats);
@@ -164,7 +164,7 @@ TEST_F(pd_fixture, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
                "UNKNOWN_TENANT");
 }
 
-TEST_F(pd_fixture, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashScheme) {
+TEST_F(PdRouteScenarios, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashScheme) {
   index::cache_index sglang;
   sglang.ingest(update("p-1", {legacy(K, 256)}, "serving", "m", "sglang"), t0);
   index_pd_view view(sglang, stats);
@@ -174,7 +174,7 @@ TEST_F(pd_fixture, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashScheme) {
                "UNKNOWN_HASH_SCHEME");
 }
 
-TEST_F(pd_fixture, Scenario10_EmptyIndexIsColdStartAffinity) {
+TEST_F(PdRouteScenarios, Scenario10_EmptyIndexIsColdStartAffinity) {
   index::cache_index empty;
   index_pd_view view(empty, stats);
   stepping_clock c(t0);
@@ -182,34 +182,34 @@ TEST_F(pd_fixture, Scenario10_EmptyIndexIsColdStartAffinity) {
          affinity_p2);
 }
 
-TEST_F(pd_fixture, Scenario11_UnknownRef) {
+TEST_F(PdRouteScenarios, Scenario11_UnknownRef) {
   request.pd_topology_ref = "serving/nope";
   expect_empty(run(), "UNKNOWN_TOPOLOGY");
 }
 
-TEST_F(pd_fixture, Scenario12_EmptyRefIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario12_EmptyRefIsNoHint) {
   request.pd_topology_ref = "";
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario13_BareNameResolvesInTheTenantNamespace) {
+TEST_F(PdRouteScenarios, Scenario13_BareNameResolvesInTheTenantNamespace) {
   request.pd_topology_ref = "pd";
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario14_NamespaceMustEqualTenant) {
+TEST_F(PdRouteScenarios, Scenario14_NamespaceMustEqualTenant) {
   request.tenant_id = "other";
   expect_empty(run(), "UNKNOWN_TOPOLOGY");
 }
 
-TEST_F(pd_fixture, Scenario15_MalformedRefs) {
+TEST_F(PdRouteScenarios, Scenario15_MalformedRefs) {
   for (const char* ref : {"a/b/c", "/pd", "serving/", "serving/pd/"}) {
     request.pd_topology_ref = ref;
     expect_empty(run(), "UNKNOWN_TOPOLOGY");
   }
 }
 
-TEST_F(pd_fixture, Scenario16_MissingHashOrModelIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario16_MissingHashOrModelIsNoHint) {
   request.prefix_hash.clear();
   expect_empty(run(), "NO_HINT");
   request.prefix_hash = K;
@@ -217,18 +217,18 @@ TEST_F(pd_fixture, Scenario16_MissingHashOrModelIsNoHint) {
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario17_ReservedTenantIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario17_ReservedTenantIsNoHint) {
   request.tenant_id = std::string(index::reserved_tenant);
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario18_NoLiveDecodeIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario18_NoLiveDecodeIsNoHint) {
   set_stats("d-0", 0.4f, t0 - 61 * second);
   set_stats("d-1", 0.3f, t0 - 61 * second);
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario19_RefreshedLastSeenMakesAReplicaLiveAgain) {
+TEST_F(PdRouteScenarios, Scenario19_RefreshedLastSeenMakesAReplicaLiveAgain) {
   // The REPLICA_UPDATED → last_seen refresh itself is the wiring's (end-to-end row); here
   // the refreshed row is what the selector sees.
   set_stats("d-1", 0.3f, t0 - 90 * second);
@@ -237,41 +237,41 @@ TEST_F(pd_fixture, Scenario19_RefreshedLastSeenMakesAReplicaLiveAgain) {
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario20_SaturatedDecodeIsSkipped) {
+TEST_F(PdRouteScenarios, Scenario20_SaturatedDecodeIsSkipped) {
   set_stats("d-1", 1.0f, t0);
   expect(run(), {"PREFIX_MATCH", "p-1", "d-0", "NIXL"});
 }
 
-TEST_F(pd_fixture, Scenario21_AllDecodesSaturatedIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario21_AllDecodesSaturatedIsNoHint) {
   set_stats("d-0", 1.0f, t0);
   set_stats("d-1", 1.5f, t0);
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario22_DecodeTieBrokenBySha256) {
+TEST_F(PdRouteScenarios, Scenario22_DecodeTieBrokenBySha256) {
   set_stats("d-0", 0.3f, t0);
   expect(run(), scenario1);  // index 1 of [d-0, d-1]
 }
 
-TEST_F(pd_fixture, Scenario23_NoLivePrefillIsNoHint) {
+TEST_F(PdRouteScenarios, Scenario23_NoLivePrefillIsNoHint) {
   for (const char* id : {"p-0", "p-1", "p-2"}) set_stats(id, 0.1f, t0 - 61 * second);
   expect_empty(run(), "NO_HINT");
 }
 
-TEST_F(pd_fixture, Scenario24_BusyPrefillFallsBackToLocalPrefill) {
+TEST_F(PdRouteScenarios, Scenario24_BusyPrefillFallsBackToLocalPrefill) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])",
                      R"(,"selection":{"localPrefillWhenPrefillBusy":true})"));
   for (const char* id : {"p-0", "p-1", "p-2"}) set_stats(id, 0.1f, t0 - 61 * second);
   expect(run(), {"LOCAL_PREFILL", "d-1", "d-1", "Direct"});
 }
 
-TEST_F(pd_fixture, Scenario25_ShortUncachedPromptPrefillsLocally) {
+TEST_F(PdRouteScenarios, Scenario25_ShortUncachedPromptPrefillsLocally) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])",
                      R"(,"selection":{"localPrefillMaxUncachedTokens":512})"));
   expect(run(), {"LOCAL_PREFILL", "d-1", "d-1", "Direct"});
 }
 
-TEST_F(pd_fixture, Scenario26_DecodeHoldingThePrefixPrefillsLocally) {
+TEST_F(PdRouteScenarios, Scenario26_DecodeHoldingThePrefixPrefillsLocally) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])",
                      R"(,"selection":{"localPrefillMaxUncachedTokens":128})"));
   request.prefix_token_count = 1024;
@@ -279,7 +279,7 @@ TEST_F(pd_fixture, Scenario26_DecodeHoldingThePrefixPrefillsLocally) {
   expect(run(), {"LOCAL_PREFILL", "d-1", "d-1", "Direct"});
 }
 
-TEST_F(pd_fixture, Scenario27_LongUncachedPromptGoesToThePrefillHolder) {
+TEST_F(PdRouteScenarios, Scenario27_LongUncachedPromptGoesToThePrefillHolder) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])",
                      R"(,"selection":{"localPrefillMaxUncachedTokens":128})"));
   request.prefix_token_count = 1024;
@@ -287,14 +287,14 @@ TEST_F(pd_fixture, Scenario27_LongUncachedPromptGoesToThePrefillHolder) {
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario28_ZeroTokenCountSkipsTheLocalRule) {
+TEST_F(PdRouteScenarios, Scenario28_ZeroTokenCountSkipsTheLocalRule) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])",
                      R"(,"selection":{"localPrefillMaxUncachedTokens":512})"));
   request.prefix_token_count = 0;
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario29_ReplicaOnBothSidesGetsDirect) {
+TEST_F(PdRouteScenarios, Scenario29_ReplicaOnBothSidesGetsDirect) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2","b-0"])", "",
                      R"("replicaIds":["d-0","d-1","b-0"])"));
   index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);
@@ -303,29 +303,29 @@ TEST_F(pd_fixture, Scenario29_ReplicaOnBothSidesGetsDirect) {
   expect(run(), {"PREFIX_MATCH", "b-0", "b-0", "Direct"});
 }
 
-TEST_F(pd_fixture, Scenario30_ExplicitTopologyTransportWins) {
+TEST_F(PdRouteScenarios, Scenario30_ExplicitTopologyTransportWins) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])", R"(,"transport":"Mooncake")"));
   expect(run(), {"PREFIX_MATCH", "p-1", "d-1", "Mooncake"});
 }
 
-TEST_F(pd_fixture, Scenario32_ExpiredEntryIsIgnored) {
+TEST_F(PdRouteScenarios, Scenario32_ExpiredEntryIsIgnored) {
   hold("p-1", 256, t0 - 30 * minute);  // refresh with an old timestamp: last_seen = t0 − 30 min
   ASSERT_EQ(index.find_entry("serving", "m", "vllm", "", K, "p-1")->last_seen, t0 - 30 * minute);
   expect(run(), affinity_p2);
 }
 
-TEST_F(pd_fixture, Scenario33_AdapterEntriesAreNotTheDefaultPartition) {
+TEST_F(PdRouteScenarios, Scenario33_AdapterEntriesAreNotTheDefaultPartition) {
   index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);
   hold("p-1", 256, t0, "vllm", "lora-a");
   expect(run(), affinity_p2);
 }
 
-TEST_F(pd_fixture, Scenario34_EvictedEntryIsGone) {
+TEST_F(PdRouteScenarios, Scenario34_EvictedEntryIsGone) {
   index.apply_event({2, "p-1", "m", "serving", K, 0, ""}, t0);
   expect(run(), affinity_p2);
 }
 
-TEST_F(pd_fixture, Scenario35_PatternMembersComeFromStatsRows) {
+TEST_F(PdRouteScenarios, Scenario35_PatternMembersComeFromStatsRows) {
   push(topology_body(R"("replicaIdPatterns":["p-*"])"));
   set_stats("p-9", 0.05f, t0);
   hold("p-9", 256);
@@ -334,13 +334,13 @@ TEST_F(pd_fixture, Scenario35_PatternMembersComeFromStatsRows) {
   expect(run(), {"PREFIX_MATCH", "p-9", "d-1", "NIXL"});
 }
 
-TEST_F(pd_fixture, Scenario36_RequireChainPolicy) {
+TEST_F(PdRouteScenarios, Scenario36_RequireChainPolicy) {
   auto pol = policy::resolved_policy::no_policy();
   pol.require_chain = true;
   expect_empty(run(pol), "POLICY_REQUIRES_CHAIN");
 }
 
-TEST_F(pd_fixture, Scenario37_ExpiredDeadlineIsTimeout) {
+TEST_F(PdRouteScenarios, Scenario37_ExpiredDeadlineIsTimeout) {
   auto pol = policy::resolved_policy::no_policy();
   pol.lookup_timeout_ms = 5;
   expect_empty(run(pol, t0 - 1), "TIMEOUT");
@@ -357,21 +357,21 @@ TEST_F(pd_fixture, Scenario37_ExpiredDeadlineIsTimeout) {
   expect_empty(run(pol, t0 - 1), "TIMEOUT");
 }
 
-TEST_F(pd_fixture, Scenario38_ModelNotServedByTopology) {
+TEST_F(PdRouteScenarios, Scenario38_ModelNotServedByTopology) {
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])", R"(,"models":["m2"])"));
   expect_empty(run(), "UNKNOWN_TOPOLOGY");
   push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])", R"(,"models":["m2","m"])"));
   expect(run(), scenario1);
 }
 
-TEST_F(pd_fixture, Scenario39_ReplaceOnWriteDropsTheTopology) {
+TEST_F(PdRouteScenarios, Scenario39_ReplaceOnWriteDropsTheTopology) {
   auto set = parse_topology_body(R"({"version":1,"topologies":[]})");
   ASSERT_TRUE(set);
   store.apply(*set);
   expect_empty(run(), "UNKNOWN_TOPOLOGY");
 }
 
-TEST_F(pd_fixture, Scenario41_RestoredStoreAnswersTheSame) {
+TEST_F(PdRouteScenarios, Scenario41_RestoredStoreAnswersTheSame) {
   // Byte-equal GET after a journal round trip (the restart itself is an end-to-end row).
   const std::string bytes = store.to_bytes();
   topology_store restored;
@@ -385,7 +385,7 @@ TEST_F(pd_fixture, Scenario41_RestoredStoreAnswersTheSame) {
          scenario1);
 }
 
-TEST_F(pd_fixture, Scenario42_SelectionNeverCreditsLfu) {
+TEST_F(PdRouteScenarios, Scenario42_SelectionNeverCreditsLfu) {
   auto lfu = policy::resolved_policy::no_policy();
   lfu.eviction = policy::eviction_mode::lfu;
   index.set_tenant_policy("serving", lfu);
@@ -394,12 +394,12 @@ TEST_F(pd_fixture, Scenario42_SelectionNeverCreditsLfu) {
   EXPECT_EQ(index.find_entry("serving", "m", "vllm", "", K, "p-1")->access_count, before);
 }
 
-TEST_F(pd_fixture, Scenario44_IdenticalCallsGiveIdenticalAnswers) {
+TEST_F(PdRouteScenarios, Scenario44_IdenticalCallsGiveIdenticalAnswers) {
   const auto first = run();
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(run(), first);
 }
 
-TEST_F(pd_fixture, EmptyStoreAnswersUnknownTopology) {
+TEST_F(PdRouteScenarios, EmptyStoreAnswersUnknownTopology) {
   topology_store empty;
   index_pd_view view(index, stats);
   stepping_clock c(t0);
