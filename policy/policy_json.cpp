@@ -12,12 +12,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "admin_json/json_reader.hpp"
 #include "policy/resolved_policy.hpp"
 
 namespace ic::policy {
 namespace {
 
 using ojson = nlohmann::ordered_json;
+using admin_json::json_error_text;
+using admin_json::kind_of;
+using admin_json::one_line;
+using admin_json::quote;
+using admin_json::shortest_double;
 
 constexpr const char* decode_prefix = "decode policy snapshot: ";
 
@@ -32,49 +38,6 @@ bool fold_equal(std::string_view a, std::string_view b) {
     if (x != y) return false;
   }
   return true;
-}
-
-/// Makes `s` one line (JSON error texts may echo input).
-std::string one_line(std::string s) {
-  for (char& c : s) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  return s;
-}
-
-/// Quotes a key for an error message, Go-style (`"key"`), escaping quotes and controls.
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c == 0x7f) {
-      char buf[7];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  out += '"';
-  return out;
-}
-
-/// Names a JSON value's kind the way Go's UnmarshalTypeError does.
-std::string kind_of(const ojson& v) {
-  switch (v.type()) {
-    case ojson::value_t::null: return "null";
-    case ojson::value_t::boolean: return "bool";
-    case ojson::value_t::string: return "string";
-    case ojson::value_t::array: return "array";
-    case ojson::value_t::object: return "object";
-    case ojson::value_t::number_integer:
-    case ojson::value_t::number_unsigned:
-    case ojson::value_t::number_float:
-      return "number " + v.dump();
-    default: return "value";
-  }
 }
 
 /// Decoding state: the first error in document order wins and stops the walk.
@@ -287,24 +250,8 @@ result<ojson> parse_first_value(std::string_view text) {
     in >> j;
     return j;
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    if (what.rfind("[json.exception.", 0) == 0) {
-      const auto end = what.find("] ");
-      if (end != std::string::npos) what.erase(0, end + 2);
-    }
-    return error{one_line(decode_prefix + what)};
+    return error{one_line(decode_prefix + json_error_text(e))};
   }
-}
-
-/// Returns the double nearest to the shortest decimal that reads back as `f`.
-double shortest_double(float f) {
-  for (int precision = 1; precision <= 9; ++precision) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.*g", precision, static_cast<double>(f));
-    const double d = std::strtod(buf, nullptr);
-    if (static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) return d;
-  }
-  return static_cast<double>(f);  // exact; always reads back as `f`
 }
 
 }  // namespace

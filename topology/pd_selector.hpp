@@ -1,0 +1,170 @@
+// LookupPDRoute's selection (pd-templates.md §2.4–§2.6) as a pure function.
+//
+// `select_pd_route` reads only its inputs: the request, the current topology snapshot, the
+// tenant's resolved policy, a narrow read-only view of the cache state (`pd_state_view`) and
+// an injected clock. It never mutates anything (no LFU credit, S11), never throws, and
+// always answers with a well-formed response (fail-open: every non-positive code leaves the
+// three replica/transport fields empty).
+//
+//   ic::topology::index_pd_view view(tenant_index, stats);      // or any pd_state_view
+//   auto resp = ic::topology::select_pd_route(req, *store.current(), policy, view, clock,
+//                                             caller_deadline_us);
+//
+// `index_pd_view` implements the view over an `ic::index::cache_index` for the entries and
+// the miss classifier (both are the index's own functions) and takes stats rows with their
+// `last_seen` from a `stats_table`: the index keeps stats `last_seen` private today, so the
+// wiring either feeds a table or adds an index accessor behind the same interface.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "index/cache_index.hpp"
+#include "index/types.hpp"
+#include "policy/resolved_policy.hpp"
+#include "topology/topology_store.hpp"
+
+namespace ic::topology {
+
+using index::micros;
+
+/// `LookupPDRouteRequest`.
+struct pd_route_request {
+  std::string model_id;
+  std::string tenant_id;
+  std::string prefix_hash;
+  std::int32_t prefix_token_count = 0;
+  std::string pd_topology_ref;
+};
+
+/// `LookupPDRouteResponse`.
+struct pd_route_response {
+  std::string prefill_replica_id;
+  std::string decode_replica_id;
+  std::string transport_hint;
+  std::string reason_code;
+
+  friend bool operator==(const pd_route_response& a, const pd_route_response& b) {
+    return std::tie(a.prefill_replica_id, a.decode_replica_id, a.transport_hint, a.reason_code) ==
+           std::tie(b.prefill_replica_id, b.decode_replica_id, b.transport_hint, b.reason_code);
+  }
+};
+
+/// Reason codes new with PD (the shared ones are `ic::index::reason`).
+namespace pd_reason {
+inline constexpr std::string_view local_prefill = "LOCAL_PREFILL";
+inline constexpr std::string_view unknown_topology = "UNKNOWN_TOPOLOGY";
+}  // namespace pd_reason
+
+/// Returns true for the three positive codes (metric label `hint_used`, §2.7).
+bool hint_used(std::string_view reason_code);
+
+/// One stats row of (tenant, model) as the selector needs it.
+struct replica_row {
+  /// Points into the view's storage; valid while the view is unchanged.
+  std::string_view replica_id;
+  /// Sanitised at ingest.
+  float pressure = 0;
+  /// Refreshed by stats ingests and REPLICA_UPDATED events (§2.3).
+  micros last_seen = 0;
+};
+
+/// One fresh holder of the exact key (tenant, model, scheme, adapter "", key).
+struct prefix_holder {
+  std::string replica_id;
+  std::int32_t token_count = 0;
+  /// freshness(now, last_seen, tenant TTL) > 0.
+  float freshness = 0;
+};
+
+/// What the index says about the exact key: its fresh holders (any replica), or, when there
+/// is none, the LookupRoute miss classification (lookup.md §3.8) of the scope.
+struct prefix_probe {
+  std::vector<prefix_holder> holders;
+  /// unknown_tenant / unknown_model / unknown_hash_scheme, or none (known scope, cold start).
+  index::lookup_strategy miss = index::lookup_strategy::none;
+};
+
+/// The read-only cache state the selector consults. Implementations must answer
+/// consistently within one call of `select_pd_route` (e.g. from one frozen view).
+class pd_state_view {
+ public:
+  virtual ~pd_state_view() = default;
+  /// Appends every stats row of (tenant, model) to `out`, one per replica id, preferably
+  /// sorted by id (the selector checks the order in one pass and sorts otherwise).
+  virtual void stats_rows(std::string_view tenant, std::string_view model,
+                          std::vector<replica_row>& out) const = 0;
+  /// Returns the fresh holders of the exact key under the default adapter, else the miss
+  /// classification, under `policy`'s TTL at `now`.
+  virtual prefix_probe probe(std::string_view tenant, std::string_view model,
+                             std::string_view scheme, std::string_view key,
+                             const policy::resolved_policy& policy, micros now) const = 0;
+};
+
+/// Stats rows keyed (tenant, model, replica): what `index_pd_view` reads liveness from.
+class stats_table {
+ public:
+  /// Inserts or replaces a row (a stats ingest).
+  void set(std::string_view tenant, std::string_view model, std::string_view replica,
+           float pressure, micros last_seen);
+  /// Sets last_seen of an existing row (REPLICA_UPDATED); no-op when absent.
+  void touch(std::string_view tenant, std::string_view model, std::string_view replica, micros at);
+  /// Appends the rows of (tenant, model) to `out`, sorted by replica id (views into the table).
+  void rows(std::string_view tenant, std::string_view model, std::vector<replica_row>& out) const;
+
+ private:
+  struct row {
+    std::string replica_id;
+    float pressure = 0;
+    micros last_seen = 0;
+  };
+  /// Sorted by replica id (a flat vector: `rows` is read on every lookup).
+  using by_replica = std::vector<row>;
+  std::map<std::string, std::map<std::string, by_replica, std::less<>>, std::less<>> rows_;
+};
+
+/// `pd_state_view` over a tenant index (entries, classifier) plus a stats table.
+class index_pd_view : public pd_state_view {
+ public:
+  /// Both must outlive the view; neither is copied.
+  index_pd_view(const index::cache_index& index, const stats_table& stats)
+      : index_(index), stats_(stats) {}
+
+  void stats_rows(std::string_view tenant, std::string_view model,
+                  std::vector<replica_row>& out) const override;
+  /// Runs the index's own exact lookup (lookup.md §3.3–§3.4, §3.8) once: PREFIX_MATCH scores
+  /// are the fresh holders (matched_tokens = token_count, estimated_cache_hit_prob =
+  /// freshness); UNKNOWN_* is the classification; TENANT_HOT implies a known scope (its
+  /// candidates must serve the scope), hence no holder and miss none.
+  prefix_probe probe(std::string_view tenant, std::string_view model, std::string_view scheme,
+                     std::string_view key, const policy::resolved_policy& policy,
+                     micros now) const override;
+
+ private:
+  const index::cache_index& index_;
+  const stats_table& stats_;
+};
+
+/// The time source of the selector (Unix µs).
+class clock {
+ public:
+  virtual ~clock() = default;
+  virtual micros now() const = 0;
+};
+
+/// Runs S0–S11 of §2.4 and returns the response. `caller_deadline` is the gRPC deadline in
+/// Unix µs (nullopt: none); the effective deadline is min(it, start + lookupTimeoutMs). The
+/// clock is read once at the start (liveness and freshness use that instant) and once
+/// before answering (a breach there ⇒ TIMEOUT).
+pd_route_response select_pd_route(const pd_route_request& request,
+                                  const topology_snapshot& topologies,
+                                  const policy::resolved_policy& policy,
+                                  const pd_state_view& state, const clock& clock,
+                                  std::optional<micros> caller_deadline = std::nullopt);
+
+}  // namespace ic::topology
