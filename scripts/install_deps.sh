@@ -10,6 +10,7 @@ packages=(
   librocksdb-dev libxxhash-dev prometheus-cpp-dev libcivetweb-dev
   nlohmann-json3-dev libcli11-dev libspdlog-dev libssl-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libmicrohttpd-dev
 )
 
 missing=()
