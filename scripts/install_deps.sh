@@ -11,6 +11,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libspdlog-dev libssl-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libmicrohttpd-dev
+  clang-16 libclang-rt-16-dev libfuzzer-16-dev
 )
 
 missing=()
