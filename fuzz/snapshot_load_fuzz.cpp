@@ -34,10 +34,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   std::string written;
-  bool ok = ix::write_snapshot(idx, [&](std::string_view c) {
-    written.append(c);
-    return true;
-  });
+  bool ok = ix::write_snapshot(
+      idx,
+      [&](std::string_view c) {
+        written.append(c);
+        return true;
+      },
+      4096);  // small chunks: the default 1 MiB buffer would dominate each run
   ic::fuzz::check(ok, "write_snapshot of a loaded index succeeds");
   ix::cache_index again;
   ic::fuzz::check(load(written, written.size() + 1, again, &error), "a written snapshot loads");
