@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <future>
 #include <thread>
@@ -30,31 +29,30 @@ bool eventually(F done, std::chrono::milliseconds limit = 10s) {
   return true;
 }
 
-// Blocks in recv until the peer closes; true when it closed (EOF or reset), false when the
-// socket's receive timeout passed first.
-bool closed_by_peer(int fd) {
-  char buf[256];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) return true;
-    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
-  }
-}
 
 // A handler that parks until released, so a test can hold a worker busy.
 struct parked_handler {
-  std::promise<void> entered;
-  std::shared_future<void> release;
+  std::promise<void> entered;  // set when the first call arrives
+  std::promise<void> opened;
+  std::shared_future<void> gate = opened.get_future().share();
   std::atomic<int> calls{0};
 
   http_handler handler() {
     return [this](const http_request&) {
       if (calls++ == 0) entered.set_value();
-      release.wait();
+      gate.wait();
       return http_response{200, "slow\n"};
     };
   }
+  void release() { opened.set_value(); }
 };
+
+// Registers /slow (parked, on the workers) and /live (answers "live" on the loop).
+void add_slow_and_live(http_server& s, parked_handler& slow) {
+  s.route("/slow", slow.handler());
+  s.route("/live", [](const http_request&) { return http_response{200, "live\n"}; }, 1 << 20,
+          route_mode::loop);
+}
 
 TEST(HttpServer, ServesRoutesAnd404sEverythingElse) {
   http_server s;
@@ -101,14 +99,10 @@ TEST(HttpServer, StartFailsWithAReasonOnABadAddress) {
 }
 
 TEST(HttpServer, ASlowWorkerHandlerStallsNeitherOtherWorkersNorLoopRoutes) {
-  std::promise<void> release;
   parked_handler slow;
-  slow.release = release.get_future().share();
   http_server s;
-  s.route("/slow", slow.handler());
+  add_slow_and_live(s, slow);
   s.route("/fast", [](const http_request&) { return http_response{200, "fast\n"}; });
-  s.route("/live", [](const http_request&) { return http_response{200, "live\n"}; }, 1 << 20,
-          route_mode::loop);
   http_limits limits;
   limits.workers = 2;
   ASSERT_EQ(s.start("127.0.0.1:0", limits), "");
@@ -116,18 +110,14 @@ TEST(HttpServer, ASlowWorkerHandlerStallsNeitherOtherWorkersNorLoopRoutes) {
   slow.entered.get_future().wait();
   EXPECT_EQ(test::http_call(s.port(), "GET", "/fast").body, "fast\n");
   EXPECT_EQ(test::http_call(s.port(), "GET", "/live").body, "live\n");
-  release.set_value();
+  slow.release();
   EXPECT_EQ(pending.get().body, "slow\n");
 }
 
 TEST(HttpServer, AnswersBusyWhenTheWorkerQueueIsFullButLoopRoutesStillAnswer) {
-  std::promise<void> release;
   parked_handler slow;
-  slow.release = release.get_future().share();
   http_server s;
-  s.route("/slow", slow.handler());
-  s.route("/live", [](const http_request&) { return http_response{200, "live\n"}; }, 1 << 20,
-          route_mode::loop);
+  add_slow_and_live(s, slow);
   http_limits limits;
   limits.workers = 1;
   limits.max_queued = 1;
@@ -138,7 +128,7 @@ TEST(HttpServer, AnswersBusyWhenTheWorkerQueueIsFullButLoopRoutesStillAnswer) {
   ASSERT_TRUE(eventually([&] { return s.queued_requests() == 1; }));  // the queue (of 1) is full
   EXPECT_EQ(test::http_call(s.port(), "GET", "/slow").status, 503);
   EXPECT_EQ(test::http_call(s.port(), "GET", "/live").status, 200);
-  release.set_value();
+  slow.release();
   EXPECT_EQ(first.get().status, 200);
   EXPECT_EQ(second.get().status, 200);
 }
@@ -174,9 +164,9 @@ TEST(HttpServer, ClosesIdleHalfSentAndTricklingConnectionsAfterTheTimeout) {
   std::thread dripper([&] {
     while (!stop && ::send(trickle, "X", 1, MSG_NOSIGNAL) == 1) std::this_thread::sleep_for(50ms);
   });
-  EXPECT_TRUE(closed_by_peer(idle));
-  EXPECT_TRUE(closed_by_peer(half));
-  EXPECT_TRUE(closed_by_peer(trickle));
+  EXPECT_TRUE(test::closed_by_peer(idle));
+  EXPECT_TRUE(test::closed_by_peer(half));
+  EXPECT_TRUE(test::closed_by_peer(trickle));
   stop = true;
   dripper.join();
   for (int fd : {idle, half, trickle}) ::close(fd);

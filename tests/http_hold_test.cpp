@@ -8,7 +8,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -67,16 +66,6 @@ test::http_result timed_call(int port, const std::string& method, const std::str
   return r;
 }
 
-// Blocks until the peer closes `fd`; true for EOF or reset, false when the receive timeout
-// (set by open_connection) passed first.
-bool closed_by_peer(int fd) {
-  char buf[256];
-  for (;;) {
-    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
-    if (n == 0) return true;
-    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
-  }
-}
 
 class HttpHold : public ::testing::Test {
  protected:
@@ -174,7 +163,7 @@ TEST_F(HttpHold, IdleAndHalfSentConnectionsAreClosedAfterTheIdleTimeout) {
     held.open(port, 5, kHalfRequest);
   }
   auto t0 = steady::now();
-  for (int fd : held.fds) EXPECT_TRUE(closed_by_peer(fd));
+  for (int fd : held.fds) EXPECT_TRUE(test::closed_by_peer(fd));
   auto took = steady::now() - t0;
   EXPECT_GE(took, 500ms);  // closed by the timeout, not at once
   EXPECT_LT(took, 5s);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <sstream>
 
@@ -27,6 +28,15 @@ int open_connection(int port, int timeout_seconds) {
     return -1;
   }
   return fd;
+}
+
+bool closed_by_peer(int fd) {
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
 }
 
 http_result http_call(int port, const std::string& method, const std::string& path,

@@ -17,6 +17,10 @@ struct http_result {
 /// closes it.
 int open_connection(int port, int timeout_seconds = 10);
 
+/// Blocks in recv on `fd` until the peer closes it; true for EOF or reset, false when the
+/// socket's receive timeout (see open_connection) passed first. Discards what it reads.
+bool closed_by_peer(int fd);
+
 /// Sends `method path` to 127.0.0.1:`port` with optional extra headers and body.
 http_result http_call(int port, const std::string& method, const std::string& path,
                       const std::map<std::string, std::string>& headers = {},

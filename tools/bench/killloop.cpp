@@ -14,13 +14,13 @@
 #include <grpcpp/security/credentials.h>
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "tools/bench/runner.hpp"
 #include "tools/bench/server_child.hpp"
 #include "tools/common/codec.hpp"
 
 namespace ic::tools::bench {
 namespace {
 
-namespace v1 = inferencecache::v1alpha1;
 using steady = std::chrono::steady_clock;
 
 /// Acknowledged chains and the answer each last gave ("" until first verified).
@@ -41,20 +41,6 @@ class acked_set {
   std::map<std::uint64_t, std::string> answers_;
 };
 
-v1::LookupRouteRequest whole_chain_lookup(const workload& w, std::uint64_t chain) {
-  v1::LookupRouteRequest req;
-  req.set_tenant_id(w.tenant_name(w.tenant_of(chain)));
-  req.set_model_id(w.shape().model);
-  req.set_hash_scheme(w.shape().scheme);
-  std::vector<std::uint64_t> hashes;
-  w.chain(chain, w.shape().chain_blocks, &hashes);
-  for (auto h : hashes) {
-    req.add_block_hashes(be64(h));
-    req.add_block_token_counts(w.shape().block_tokens);
-  }
-  return req;
-}
-
 /// The parts of an answer that must not change across a restart (scores decay with time).
 std::string digest(const v1::LookupRouteResponse& r) {
   std::ostringstream s;
@@ -73,7 +59,6 @@ void produce(const killloop_options& o, const workload& w, std::shared_ptr<grpc:
   const double rate = o.ingest_rate_blocks_per_s / o.producers;
   const auto start = steady::now();
   std::uint64_t sent_blocks = 0;
-  std::vector<std::uint64_t> hashes;
   while (!stop) {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
@@ -82,24 +67,10 @@ void produce(const killloop_options& o, const workload& w, std::shared_ptr<grpc:
     std::vector<std::uint64_t> in_stream;
     bool ok = true;
     for (int m = 0; m < o.messages_per_stream && ok && !stop; ++m) {
-      std::map<std::pair<int, int>, v1::CacheStateUpdate> by_place;
+      updates_by_place by_place;
       for (int i = 0; i < o.chains_per_message; ++i) {
         const std::uint64_t c = next_chain.fetch_add(1);
-        auto key = std::make_pair(w.tenant_of(c), w.replica_of(c));
-        auto& u = by_place[key];
-        if (u.replica_id().empty()) {
-          u.set_replica_id(w.replica_name(key.second));
-          u.set_tenant_id(w.tenant_name(key.first));
-          u.set_model_id(w.shape().model);
-          u.set_hash_scheme(w.shape().scheme);
-        }
-        w.chain(c, w.shape().chain_blocks, &hashes);
-        auto* e = u.add_prefixes();
-        e->set_tier(v1::CACHE_TIER_T1);
-        for (auto h : hashes) {
-          e->add_block_hashes(be64(h));
-          e->add_block_token_counts(w.shape().block_tokens);
-        }
+        add_chain_report(w, c, w.shape().chain_blocks, &by_place);
         in_stream.push_back(c);
         sent_blocks += static_cast<std::uint64_t>(w.shape().chain_blocks);
       }
@@ -176,8 +147,10 @@ killloop_report run_killloop(const killloop_options& o, const workload& w, std::
     for (auto& [chain, previous] : acked.answers()) {
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      v1::LookupRouteRequest req;
+      whole_chain_lookup(w, chain, &req);
       v1::LookupRouteResponse resp;
-      grpc::Status st = stub->LookupRoute(&ctx, whole_chain_lookup(w, chain), &resp);
+      grpc::Status st = stub->LookupRoute(&ctx, req, &resp);
       ++rep.lookups;
       const bool held = st.ok() && resp.reason_code() == "PREFIX_MATCH" &&
                         resp.replica_scores_size() > 0 &&
