@@ -51,7 +51,7 @@ T get(const char* p) {
 }
 
 /// Most keys a tenant's key table is sized for before its keys arrive (see parse_tenant).
-constexpr std::size_t presize_keys_max = std::size_t{1} << 20;
+constexpr std::size_t presize_keys_max = std::size_t{1} << 16;
 
 /// Reserves `n` slots for an empty key table, asking for transparent huge pages first when
 /// the table is large: the loader's inserts hit random slots, and 4 KiB pages would make
@@ -429,7 +429,8 @@ class snapshot_access {
       // Size the key table for the live keys up front (load factor <= 7/8, as it grows), but
       // for at most presize_keys_max of them: the counts are not checked against the bytes
       // yet, and a corrupt 40-byte header must not allocate 768 MiB per tenant (found by
-      // fuzz_snapshot_load). insert_key grows the table once the keys outgrow it.
+      // fuzz_snapshot_load). insert_key grows the table once the keys outgrow it (one rehash
+      // of at most ~115 k keys, then the declared size).
       const std::size_t live = n_slab_ - n_free_;
       const std::size_t presize = std::min(live, presize_keys_max);
       std::size_t slots = 16;

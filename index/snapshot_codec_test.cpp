@@ -410,7 +410,7 @@ TEST(SnapshotCodec, ACorruptKeyCountIsRefusedWithoutAllocatingForKeysThatNeverCo
   EXPECT_LT(grown, std::size_t{16} << 20) << "bytes allocated for a " << bytes.size() << "-byte stream";
 }
 
-// The key table grows while keys arrive past the up-front sizing (1 << 20 keys).
+// The key table grows while keys arrive past the up-front sizing (1 << 16 keys).
 TEST(SnapshotCodec, ATenantWithMoreKeysThanThePresizedTableRoundTrips) {
   index_options opts;
   opts.max_entries = 0;
