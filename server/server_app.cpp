@@ -100,6 +100,13 @@ struct server_app::impl {
     }
   }
 
+  // Refreshes the gauges read at scrape time (/metrics and StreamMetrics).
+  void refresh_scrape_gauges() {
+    refresh_index_gauge();
+    metrics.set_http_connections_open("http", http.open_connections());
+    metrics.set_http_connections_open("admin", admin.open_connections());
+  }
+
   // Wraps an admin handler: auth first (before the method check, as the reference does).
   http_handler guarded(admin_route route, http_handler inner) {
     return [this, route, inner = std::move(inner)](const http_request& req) {
@@ -204,9 +211,7 @@ struct server_app::impl {
         },
         1 << 20, route_mode::loop);
     http.route("/metrics", [this](const http_request&) {
-      refresh_index_gauge();
-      metrics.set_http_connections_open("http", http.open_connections());
-      metrics.set_http_connections_open("admin", admin.open_connections());
+      refresh_scrape_gauges();
       http_response r{200, metrics.render()};
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       return r;
@@ -250,7 +255,7 @@ struct server_app::impl {
     service = std::make_unique<grpc_gateway::inference_cache_service>(
         &metrics,
         [this] {
-          refresh_index_gauge();
+          refresh_scrape_gauges();
           return metrics.samples();
         },
         sopts);
