@@ -18,11 +18,8 @@ if(IC_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
 endif()
 
-# civetweb (the HTTP server prometheus-cpp::pull already uses) serves our own endpoints;
-# prometheus-cpp's config already defines civetweb::civetweb.
-if(NOT TARGET civetweb::civetweb)
-  find_package(civetweb CONFIG REQUIRED)
-endif()
+# libmicrohttpd (epoll event loop) serves our own HTTP endpoints (server/http_server.*).
+pkg_check_modules(MHD REQUIRED IMPORTED_TARGET libmicrohttpd)   # PkgConfig::MHD
 
 # CAF 0.17.6 ships neither a CMake config nor a .pc file: hand-made imported targets.
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)

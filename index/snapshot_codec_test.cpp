@@ -2,6 +2,9 @@
 // the original (journal truncation relies on it); corrupt input must be refused cleanly.
 #include "index/snapshot_codec.hpp"
 
+#include <malloc.h>
+
+#include <cstring>
 #include <map>
 #include <random>
 #include <sstream>
@@ -374,6 +377,54 @@ TEST(SnapshotCodec, RefusesEverySingleByteFlipAndTrailingBytes) {
   }
   cache_index b;
   EXPECT_NE(load(b, bytes + "x", 4096).find("after the end record"), std::string::npos);
+}
+
+// Regression (fuzz_snapshot_load): a tenant header whose counts claim 2^26 slab slots and
+// 2^24 parts made the loader allocate ~830 MiB (key table, free list, per-part counters)
+// before any key or part arrived, so a tiny corrupt stream per tenant could exhaust memory
+// instead of being refused.
+TEST(SnapshotCodec, ACorruptKeyCountIsRefusedWithoutAllocatingForKeysThatNeverCome) {
+  cache_index a;
+  const std::string tenant = "fuzz-regression-tenant";
+  a.ingest(update("r", {legacy("p", 1)}, tenant), t0);
+  std::string bytes = snapshot_bytes(a);
+  const auto at = bytes.find(tenant);
+  ASSERT_NE(at, std::string::npos);
+  // After the name: n_names, n_parts, n_slab, n_free (u32 each, native order).
+  const std::uint32_t huge_parts = 0x00FFFFFFu, huge_slab = (1u << 26) - 2, no_free = 0;
+  std::memcpy(&bytes[at + tenant.size() + 4], &huge_parts, 4);
+  std::memcpy(&bytes[at + tenant.size() + 8], &huge_slab, 4);
+  std::memcpy(&bytes[at + tenant.size() + 12], &no_free, 4);
+  auto in_use = [] {
+    const struct mallinfo2 m = ::mallinfo2();
+    return m.uordblks + m.hblkhd;
+  };
+  cache_index b;
+  const std::size_t before = in_use();
+  snapshot_loader loader(b);
+  std::string error;
+  bool ok = loader.feed(bytes, &error) && loader.finish(&error);
+  const std::size_t grown = in_use() - before;
+  EXPECT_FALSE(ok);
+  EXPECT_FALSE(error.empty());
+  EXPECT_LT(grown, std::size_t{16} << 20) << "bytes allocated for a " << bytes.size() << "-byte stream";
+}
+
+// The key table grows while keys arrive past the up-front sizing (1 << 16 keys).
+TEST(SnapshotCodec, ATenantWithMoreKeysThanThePresizedTableRoundTrips) {
+  index_options opts;
+  opts.max_entries = 0;
+  cache_index a(opts);
+  std::vector<prefix_entry> prefixes;
+  const int n = (1 << 20) + 5000;
+  prefixes.reserve(n);
+  for (int i = 0; i < n; ++i) prefixes.push_back(legacy("k" + std::to_string(i), 1));
+  a.ingest(update("r", std::move(prefixes)), t0);
+  ASSERT_EQ(a.facts().total_keys, n);
+  cache_index b(opts);
+  ASSERT_EQ(load(b, snapshot_bytes(a), 1 << 20), "");
+  EXPECT_EQ(b.facts().total_keys, n);
+  EXPECT_EQ(b.canonical_dump(), a.canonical_dump());
 }
 
 TEST(SnapshotCodec, LoadingIntoANonEmptyIndexIsAPreconditionViolation) {

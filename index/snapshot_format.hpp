@@ -58,6 +58,9 @@ inline T get(const char* p) {
   return v;
 }
 
+/// Most keys a tenant's key table is sized for before its keys arrive (snapshot_loader).
+constexpr std::size_t presize_keys_max = std::size_t{1} << 16;
+
 /// Reserves `n` slots for an empty key table, asking for transparent huge pages first when
 /// the table is large: the loader's inserts hit random slots, and 4 KiB pages would make
 /// nearly every one a TLB miss. Only a hint; nothing depends on it.

@@ -196,13 +196,20 @@ class snapshot_access::loader {
     part_ = &idx_->partition(name);
     if (part_->slot_ != (target_of_ ? 0 : tenants_)) return fail("tenant slot mismatch");
     ++tenants_;
-    // Size the key table for the live keys up front (load factor <= 7/8, as it grows).
+    // Size the key table for the live keys up front (load factor <= 7/8, as it grows), but
+    // for at most presize_keys_max of them: the counts are not checked against the bytes
+    // yet, and a corrupt 40-byte header must not allocate 768 MiB per tenant (found by
+    // fuzz_snapshot_load). insert_key grows the table once the keys outgrow it (one rehash
+    // of at most ~115 k keys, then the declared size).
     const std::size_t live = n_slab_ - n_free_;
+    const std::size_t presize = std::min(live, presize_keys_max);
     std::size_t slots = 16;
-    while (live * 8 > slots * 7) slots *= 2;
+    while (presize * 8 > slots * 7) slots *= 2;
     reserve_slots(part_->slots_, slots);
     part_->slots_.assign(slots, 0);
-    part_->free_records_.reserve(n_free_);
+    part_->free_records_.reserve(std::min<std::size_t>(n_free_, presize_keys_max));
+    inserted_ = 0;
+    declared_keys_ = live;
     keys_left_ = static_cast<std::uint32_t>(live);
     done_ = 0;
     stage_ = stage::names;
@@ -222,6 +229,7 @@ class snapshot_access::loader {
           break;
         case stage::parts:
           if (done_ < n_parts_) return;
+          part_keys_.assign(n_parts_, 0);  // sized once the parts were read, not claimed
           stage_ = stage::free_list;
           done_ = 0;
           break;
@@ -260,7 +268,6 @@ class snapshot_access::loader {
   }
 
   void start_parts() {
-    part_keys_.assign(n_parts_, 0);
     replica_stamp_.assign(n_names_, 0);  // duplicate-replica detection
     stamp_gen_ = 0;
   }
@@ -423,9 +430,31 @@ class snapshot_access::loader {
     return total;
   }
 
+  /// Resizes the key table, in one rehash, to the size for the keys the header declared:
+  /// the keys that already arrived outgrew the up-front sizing, so the declared count is
+  /// now backed by at least that many bytes of input.
+  void grow_key_table() {
+    tenant_partition& t = *part_;
+    constexpr std::uint32_t index_mask = (1u << 26) - 1;
+    std::size_t slots = t.slots_.size() * 2;
+    while (declared_keys_ * 8 > slots * 7) slots *= 2;
+    std::vector<std::uint32_t> next;
+    reserve_slots(next, slots);
+    next.assign(slots, 0);
+    const std::size_t mask = slots - 1;
+    for (const std::uint32_t sl : t.slots_) {
+      if (sl == 0) continue;
+      std::size_t i = t.key_hash(t.records_[(sl & index_mask) - 1]) & mask;
+      while (next[i] != 0) i = (i + 1) & mask;
+      next[i] = sl;
+    }
+    t.slots_.swap(next);
+  }
+
   /// Inserts a loaded key into the table; false if the key is already there.
   bool insert_key(const std::pair<std::uint64_t, std::uint32_t>& q) {
     tenant_partition& t = *part_;
+    if ((inserted_ + 1) * 8 > t.slots_.size() * 7) grow_key_table();
     const auto [h, kidx] = q;
     const key_record& k = t.records_[kidx];
     const std::size_t mask = t.slots_.size() - 1;
@@ -446,6 +475,7 @@ class snapshot_access::loader {
       i = (i + 1) & mask;
     }
     t.slots_[i] = tag | (kidx + 1);
+    ++inserted_;
     return true;
   }
 
@@ -558,6 +588,8 @@ class snapshot_access::loader {
   std::uint64_t n_entries_ = 0;
   std::uint32_t done_ = 0;
   std::uint32_t keys_left_ = 0;
+  std::size_t inserted_ = 0;       // keys of the current tenant in its table
+  std::size_t declared_keys_ = 0;  // live keys its header declared
   std::vector<std::uint32_t> free_sorted_;
   std::size_t free_pos_ = 0;
   std::vector<std::int64_t> part_keys_;

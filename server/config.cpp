@@ -113,6 +113,13 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--max-recv-message-bytes", cfg.max_recv_message_bytes,
                  "largest gRPC message accepted")
       ->capture_default_str();
+  std::string http_idle_timeout = "10s";
+  app.add_option("--http-idle-timeout", http_idle_timeout,
+                 "close an HTTP connection without a complete request, or silent, after this long")
+      ->capture_default_str();
+  app.add_option("--http-max-connections", cfg.http_max_connections,
+                 "open connections per HTTP port; more are closed at accept")
+      ->capture_default_str();
 
   // Go's flag package also accepts a single dash; normalise "-flag" to "--flag".
   std::vector<std::string> args;
@@ -186,6 +193,14 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
     return invalid("invalid --max-recv-message-bytes " +
                    std::to_string(cfg.max_recv_message_bytes) + ": want a positive size");
   if (trim(cfg.data_dir).empty()) return invalid("--data-dir must not be empty");
+  if (cfg.http_max_connections <= 0)
+    return invalid("invalid --http-max-connections " + std::to_string(cfg.http_max_connections) +
+                   ": want a positive count");
+  auto idle = ic::policy::parse_duration(http_idle_timeout);
+  if (!idle.has_value() || idle.value() <= std::chrono::nanoseconds::zero())
+    return invalid("invalid --http-idle-timeout \"" + http_idle_timeout + "\": " +
+                   (idle.has_value() ? std::string("must be positive") : idle.error()));
+  cfg.http_idle_timeout = idle.value();
 
   struct duration_flag {
     const char* name;

@@ -67,6 +67,13 @@ struct server_config {
   std::uint64_t snapshot_every_records = actors::runtime_options{}.snapshot_every_records;
   /// `--max-recv-message-bytes`, default 16 MiB: larger gRPC messages get RESOURCE_EXHAUSTED.
   int max_recv_message_bytes = 16 * 1024 * 1024;
+  /// `--http-idle-timeout`, default 10s: an HTTP connection (either port) that has not sent a
+  /// complete request this long after it was accepted, or that stays silent this long, is
+  /// closed. Must be positive.
+  std::chrono::nanoseconds http_idle_timeout = std::chrono::seconds(10);
+  /// `--http-max-connections`, default 1024: open connections per HTTP port; more are closed
+  /// at accept and counted in inferencecache_http_connections_rejected_total. Must be > 0.
+  int http_max_connections = 1024;
 };
 
 /// Parsing ended without a config: print `message` (to stdout for code 0, else one line on
@@ -82,7 +89,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
 /// Returns "host:port" for gRPC from a Go-style bind address (":9090" -> "0.0.0.0:9090").
 std::string grpc_listen_address(const std::string& bind);
 
-/// Returns the civetweb `listening_ports` value for a Go-style bind address.
+/// Returns the http_server listen value ("[host:]port") for a Go-style bind address.
 std::string http_listen_address(const std::string& bind);
 
 /// The server's version string.

@@ -58,6 +58,25 @@ TEST(ServerConfig, SnapshotFlagsAcceptZeroAsNever) {
   EXPECT_EQ(exit_code(parse({"--insecure-disable-auth", "--snapshot-every-records=-5"})), 2);
 }
 
+TEST(ServerConfig, HttpBoundsDefaultAndRefuseNonPositiveValues) {
+  auto d = parse({"--insecure-disable-auth"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(d)) << exit_message(d);
+  EXPECT_EQ(std::get<server_config>(d).http_idle_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(std::get<server_config>(d).http_max_connections, 1024);
+  auto r = parse({"--insecure-disable-auth", "--http-idle-timeout=1500ms", "--http-max-connections=8"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(r)) << exit_message(r);
+  EXPECT_EQ(std::get<server_config>(r).http_idle_timeout, std::chrono::milliseconds(1500));
+  EXPECT_EQ(std::get<server_config>(r).http_max_connections, 8);
+  for (const char* bad : {"--http-idle-timeout=0", "--http-idle-timeout=-1s", "--http-idle-timeout=10",
+                          "--http-max-connections=0", "--http-max-connections=-3"}) {
+    auto e = parse({"--insecure-disable-auth", bad});
+    EXPECT_EQ(exit_code(e), 2) << bad;
+    EXPECT_NE(exit_message(e).find(std::string(bad).substr(0, std::string(bad).find('='))),
+              std::string::npos)
+        << exit_message(e);
+  }
+}
+
 TEST(ServerConfig, NeitherAuthFlagExitsTwoWithOneLine) {
   auto r = parse({});
   EXPECT_EQ(exit_code(r), 2);

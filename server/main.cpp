@@ -1,4 +1,7 @@
 // inferencecache-server: parse flags, block signals, run the app until SIGTERM/SIGINT.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -24,6 +27,14 @@ int main(int argc, char** argv) {
   // under load (gRPC's mutexes), for a check that only matters when debugging Abseil users.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   ic::server::configure_logging(cfg.format, cfg.log_level);
+  // Each HTTP port may hold --http-max-connections sockets: make sure the process may open
+  // them (plus gRPC and RocksDB files) by lifting the soft descriptor limit toward the hard one.
+  rlimit files{};
+  const rlim_t want = 4096 + 2 * static_cast<rlim_t>(cfg.http_max_connections);
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < want) {
+    files.rlim_cur = files.rlim_max == RLIM_INFINITY ? want : std::min(want, files.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   // Block the shutdown signals before any thread exists, so only sigwait below sees them.
   sigset_t signals;

@@ -102,6 +102,19 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
                                          0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5});
   for (const char* o : {"ok", "unknown_model", "text_too_large", "busy", "failed", "timeout"})
     tokenizations_->Add({{"outcome", o}});
+  http_rejected_ = &prometheus::BuildCounter()
+                       .Name("inferencecache_http_connections_rejected_total")
+                       .Help("HTTP connections closed at accept because the listener's "
+                             "--http-max-connections were open")
+                       .Register(r);
+  http_open_ = &prometheus::BuildGauge()
+                   .Name("inferencecache_http_connections_open")
+                   .Help("HTTP connections open on the listener (as of the scrape)")
+                   .Register(r);
+  for (const char* listener : {"http", "admin"}) {
+    http_rejected_->Add({{"listener", listener}});
+    http_open_->Add({{"listener", listener}});
+  }
   journal_available_->Set(1);
   // Pre-create the drop reasons so dashboards see zeros.
   for (const char* reason :
@@ -172,6 +185,14 @@ void server_metrics::on_journal_write(bool ok, std::size_t records) {
 }
 
 void server_metrics::on_subscriber_dropped() { subscribers_dropped_->Increment(); }
+
+void server_metrics::on_http_connection_rejected(const std::string& listener) {
+  http_rejected_->Add({{"listener", listener}}).Increment();
+}
+
+void server_metrics::set_http_connections_open(const std::string& listener, std::size_t open) {
+  http_open_->Add({{"listener", listener}}).Set(static_cast<double>(open));
+}
 
 void server_metrics::on_lookup(const std::string& model, const std::string& reason_code,
                                bool hint_used, double seconds) {

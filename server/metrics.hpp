@@ -1,5 +1,6 @@
 // The server's Prometheus metrics: every `inferencecache_*` series of spec/operations.md §3.8
-// plus ingest drops by reason and journal health (spec/extensions.md §4).
+// plus ingest drops by reason and journal health (spec/extensions.md §4), and the HTTP
+// listeners' connection bound (open connections, connections rejected at the bound).
 //
 // `server_metrics` is the only place that knows prometheus-cpp: it implements the probe
 // interfaces the runtime and the gateway report through, renders /metrics text, and lists
@@ -42,6 +43,10 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   void on_auth(admin_route route, const std::string& result);
   /// Replaces `inferencecache_index_entries{model}`; models no longer present read 0.
   void set_index_entries(const std::vector<std::pair<std::string, std::int64_t>>& by_model);
+  /// Counts one connection the `listener` ("http" | "admin") closed at its connection bound.
+  void on_http_connection_rejected(const std::string& listener);
+  /// Sets `inferencecache_http_connections_open{listener}`.
+  void set_http_connections_open(const std::string& listener, std::size_t open);
 
   // actors::runtime_probe
   void on_ingest(const std::string& tenant, const index::ingest_result& r) override;
@@ -79,6 +84,8 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* subscribers_dropped_;
   prometheus::Family<prometheus::Counter>* tokenizations_;
   prometheus::Histogram* tokenize_duration_;
+  prometheus::Family<prometheus::Counter>* http_rejected_;
+  prometheus::Family<prometheus::Gauge>* http_open_;
   std::mutex models_mu_;
   std::set<std::string> models_seen_;
 };

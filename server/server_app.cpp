@@ -104,6 +104,13 @@ struct server_app::impl {
     }
   }
 
+  // Refreshes the gauges read at scrape time (/metrics and StreamMetrics).
+  void refresh_scrape_gauges() {
+    refresh_index_gauge();
+    metrics.set_http_connections_open("http", http.open_connections());
+    metrics.set_http_connections_open("admin", admin.open_connections());
+  }
+
   // Wraps an admin handler: auth first (before the method check, as the reference does).
   http_handler guarded(admin_route route, http_handler inner) {
     return [this, route, inner = std::move(inner)](const http_request& req) {
@@ -196,12 +203,17 @@ struct server_app::impl {
   }
 
   void register_routes() {
-    http.route("/healthz", [](const http_request&) { return http_response{200, "ok\n"}; });
-    http.route("/readyz", [this](const http_request&) {
-      return ready.load() ? http_response{200, "ok\n"} : http_response{503, "not ready\n"};
-    });
+    // Probes answer on the event loop (they never block), so no slow handler can delay them.
+    http.route("/healthz", [](const http_request&) { return http_response{200, "ok\n"}; },
+               1 << 20, route_mode::loop);
+    http.route(
+        "/readyz",
+        [this](const http_request&) {
+          return ready.load() ? http_response{200, "ok\n"} : http_response{503, "not ready\n"};
+        },
+        1 << 20, route_mode::loop);
     http.route("/metrics", [this](const http_request&) {
-      refresh_index_gauge();
+      refresh_scrape_gauges();
       http_response r{200, metrics.render()};
       r.content_type = "text/plain; version=0.0.4; charset=utf-8";
       return r;
@@ -214,6 +226,15 @@ struct server_app::impl {
     admin.route("/probe",
                 guarded(admin_route::probe, [this](const http_request& r) { return handle_probe(r); }),
                 probe_max_body_bytes);
+  }
+
+  http_limits http_limits_for(const std::string& listener) {
+    http_limits l;
+    l.name = listener;
+    l.max_connections = static_cast<std::size_t>(cfg.http_max_connections);
+    l.idle_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.http_idle_timeout);
+    l.on_connection_rejected = [this, listener] { metrics.on_http_connection_rejected(listener); };
+    return l;
   }
 
   int start_grpc() {
@@ -237,7 +258,7 @@ struct server_app::impl {
     service = std::make_unique<grpc_gateway::inference_cache_service>(
         &metrics,
         [this] {
-          refresh_index_gauge();
+          refresh_scrape_gauges();
           return metrics.samples();
         },
         sopts);
@@ -340,11 +361,14 @@ struct server_app::impl {
       log_event(spdlog::level::info, "controller_auth_enabled", {{"mode", "admin-token-file"}});
     load_tokenizers();
 
-    if (auto err = http.start(http_listen_address(cfg.http_bind_address)); !err.empty()) {
+    if (auto err = http.start(http_listen_address(cfg.http_bind_address), http_limits_for("http"));
+        !err.empty()) {
       log_event(spdlog::level::err, "serve_error", {{"listener", "http"}, {"error", err}});
       return 1;
     }
-    if (auto err = admin.start(http_listen_address(cfg.snapshot_bind_address)); !err.empty()) {
+    if (auto err = admin.start(http_listen_address(cfg.snapshot_bind_address),
+                               http_limits_for("admin"));
+        !err.empty()) {
       log_event(spdlog::level::err, "serve_error", {{"listener", "snapshot"}, {"error", err}});
       return 1;
     }
@@ -386,7 +410,7 @@ struct server_app::impl {
     // the runtime stops.
     tokenizers.reset();
     if (tls) tls->stop();
-    // civetweb's stop takes about a second per server; stop both at once.
+    // Each stop waits for its in-flight handlers; stop both at once.
     std::thread stop_admin([this] { admin.stop(); });
     http.stop();
     stop_admin.join();

@@ -3,6 +3,7 @@
 // timing threshold.
 #include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -213,11 +214,55 @@ TEST_F(ToolsSmoke, BenchRecoveryRestartsItsOwnServer) {
   EXPECT_EQ(j["recovery"]["stop_exit_code"], 137);
 }
 
+/// Runs `inferencecache-bench ... killloop` and returns {exit code, output, --json document}.
+std::tuple<int, std::string, json> killloop(const std::string& dir, std::vector<std::string> extra) {
+  const std::string out = dir + "/killloop.json";
+  std::vector<std::string> args = {"--json=" + out, "killloop", "--server-binary=" IC_SERVER_BINARY,
+                                   "--restart-timeout=30s"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  auto [code, output] = test::run_to_exit(IC_BENCH_BINARY, args, 120s);
+  std::ifstream in(out);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return {code, output, json::parse(ss.str(), nullptr, false)};
+}
+
+TEST(ToolsKillLoop, FiveSigkillsDuringStreamingIngestLoseNoAcknowledgedUpdate) {
+  const std::string dir = test::make_temp_dir("ic_killloop");
+  auto [code, output, j] = killloop(dir, {"--cycles=5"});
+  test::remove_tree(dir);
+  ASSERT_EQ(code, 0) << output;
+  ASSERT_TRUE(j.is_object()) << output;
+  const auto& k = j["killloop"];
+  EXPECT_EQ(k["cycles_done"], 5);
+  EXPECT_GT(k["acked_chains"].get<int>(), 0);
+  EXPECT_GE(k["lookups"].get<int>(), k["acked_chains"].get<int>());
+  EXPECT_EQ(k["lost"], 0);
+  EXPECT_EQ(k["changed"], 0);
+  ASSERT_EQ(k["cycles"].size(), 6u);
+  for (int c = 0; c < 5; ++c) EXPECT_EQ(k["cycles"][c]["kill_exit_code"], 137) << c;
+  EXPECT_EQ(k["cycles"][5]["exit_code"], 0);
+}
+
+// The check can fail: a global cap far below what the loop acknowledges evicts acknowledged
+// chains, and the loop must report them lost (exit 1).
+TEST(ToolsKillLoop, ReportsAcknowledgedUpdatesTheServerNoLongerHolds) {
+  const std::string dir = test::make_temp_dir("ic_killloop_cap");
+  auto [code, output, j] =
+      killloop(dir, {"--cycles=2", "--kill-after-max=400ms", "--server-arg=--max-index-entries=64"});
+  test::remove_tree(dir);
+  EXPECT_EQ(code, 1) << output;
+  ASSERT_TRUE(j.is_object()) << output;
+  EXPECT_GT(j["killloop"]["lost"].get<int>(), 0) << output;
+  EXPECT_NE(output.find("acknowledged chain"), std::string::npos) << output;
+}
+
 TEST_F(ToolsSmoke, BenchRefusesRemoteTargetsAndBadFlags) {
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--addr=10.1.2.3:9090", "baseline"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--duration=0s", "baseline"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"lookup", "--concurrency=0"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"killloop", "--server-binary=x", "--cycles=0"}, 20s).first, 2);
 }
 
 }  // namespace

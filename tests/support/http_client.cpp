@@ -7,17 +7,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cctype>
 #include <sstream>
 
 namespace ic::test {
 
-http_result http_call(int port, const std::string& method, const std::string& path,
-                      const std::map<std::string, std::string>& headers, const std::string& body) {
-  http_result out;
+int open_connection(int port, int timeout_seconds) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return out;
-  timeval tv{10, 0};
+  if (fd < 0) return -1;
+  timeval tv{timeout_seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   sockaddr_in addr{};
@@ -26,8 +25,25 @@ http_result http_call(int port, const std::string& method, const std::string& pa
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     ::close(fd);
-    return out;
+    return -1;
   }
+  return fd;
+}
+
+bool closed_by_peer(int fd) {
+  char buf[256];
+  for (;;) {
+    ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+    if (n == 0) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
+http_result http_call(int port, const std::string& method, const std::string& path,
+                      const std::map<std::string, std::string>& headers, const std::string& body) {
+  http_result out;
+  int fd = open_connection(port, 10);
+  if (fd < 0) return out;
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n";
   for (const auto& [k, v] : headers) req += k + ": " + v + "\r\n";
   if (!body.empty() || method == "POST" || method == "PUT")

@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "tools/bench/killloop.hpp"
 #include "tools/bench/runner.hpp"
 #include "tools/bench/server_child.hpp"
 #include "tools/bench/stats.hpp"
@@ -62,6 +63,10 @@ struct options {
   std::string signal_name = "term";
   std::string restart_timeout = "300s";
   bool duration_given = false;           ///< --duration was set explicitly (bounds `fill`)
+  // killloop (also uses server_binary, server_args, data_dir, restart_timeout)
+  int cycles = 5;                        ///< SIGKILLs; default 5
+  bool stream_shape_given = false;       ///< --messages-per-stream or --chains-per-message set
+  std::string kill_after_max = "500ms";  ///< latest kill moment after ingest starts
 };
 
 double to_seconds_or(const std::string& text, double fallback) {
@@ -140,7 +145,7 @@ class bench_run {
       : o_(o), w_(o.shape), duration_s_(to_seconds_or(o.duration, 5)) {}
 
   int run() {
-    if (o_.mode != "recovery") channels_ = make_channels(o_.addr, o_.channels);
+    if (o_.mode != "recovery" && o_.mode != "killloop") channels_ = make_channels(o_.addr, o_.channels);
     result_["mode"] = o_.mode;
     result_["config"] = config_json();
     int rc = kExitUsage;
@@ -150,6 +155,7 @@ class bench_run {
     else if (o_.mode == "ingest") rc = run_ingest_mode();
     else if (o_.mode == "fill") rc = run_fill_mode();
     else if (o_.mode == "recovery") rc = run_recovery();
+    else if (o_.mode == "killloop") rc = run_killloop_mode();
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -419,6 +425,39 @@ class bench_run {
     return kExitOk;
   }
 
+  int run_killloop_mode() {
+    killloop_options k;
+    k.server_binary = o_.server_binary;
+    k.server_args = o_.server_args;
+    k.data_dir = o_.data_dir;
+    k.cycles = o_.cycles;
+    k.seed = o_.shape.seed;
+    k.producers = o_.producers;
+    // Short streams by default, so every cycle acknowledges some before its kill.
+    k.messages_per_stream = o_.stream_shape_given ? o_.messages_per_stream : 2;
+    k.chains_per_message = o_.stream_shape_given ? o_.chains_per_message : 4;
+    k.ingest_rate_blocks_per_s = o_.ingest_rate;
+    k.kill_after_max_s = to_seconds_or(o_.kill_after_max, 0.5);
+    k.kill_after_min_s = std::min(0.05, k.kill_after_max_s);
+    k.restart_timeout_s = to_seconds_or(o_.restart_timeout, 300);
+    // Chains must share no block, so later ingest cannot change an earlier chain's answer.
+    workload_shape shape = o_.shape;
+    shape.system_blocks = 0;
+    shape.turns = 1;
+    killloop_report r = run_killloop(k, workload(shape), std::cout);
+    result_["killloop"] = {{"cycles_done", r.cycles_done}, {"acked_chains", r.acked_chains},
+                           {"lookups", r.lookups},         {"lost", r.lost},
+                           {"changed", r.changed},         {"streams_cut", r.stream_errors},
+                           {"cycles", r.cycles}};
+    std::cout << "killloop: " << r.cycles_done << " SIGKILLs, " << r.acked_chains
+              << " acknowledged chains, " << r.lookups << " verification lookups, lost " << r.lost
+              << ", changed " << r.changed << "\n";
+    if (!r.error.empty()) return fail_line(r.error);
+    if (!r.first_problem.empty()) return fail_line(r.first_problem);
+    if (r.acked_chains == 0) return fail_line("no stream was acknowledged before a kill");
+    return kExitOk;
+  }
+
   int fail_line(const std::string& msg) {
     std::cerr << "inferencecache-bench " << o_.mode << ": " << msg << "\n";
     result_["error"] = msg;
@@ -485,10 +524,25 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   rec->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
+  auto* kl = app.add_subcommand(
+      "killloop", "SIGKILL during streaming ingest, restart, verify every acknowledged update");
+  kl->add_option("--server-binary", o.server_binary, "Path of inferencecache-server")->required();
+  kl->add_option("--server-arg", o.server_args, "Extra server flag (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  kl->add_option("--data-dir", o.data_dir, "Data dir (default: a fresh temporary one)");
+  kl->add_option("--cycles", o.cycles, "SIGKILLs (each followed by a restart and a check)")
+      ->capture_default_str();
+  kl->add_option("--kill-after-max", o.kill_after_max,
+                 "Kill at a random moment up to this long after ingest starts (from 50ms)")
+      ->capture_default_str();
+  kl->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
+      ->capture_default_str();
 
   if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
   o.duration_given = app.get_option("--duration")->count() > 0;
+  o.stream_shape_given = app.get_option("--messages-per-stream")->count() > 0 ||
+                         app.get_option("--chains-per-message")->count() > 0;
   auto usage = [](const std::string& msg) {
     std::cerr << "inferencecache-bench: " << msg << " (see --help)\n";
     return kExitUsage;
@@ -509,6 +563,9 @@ int run(int argc, char** argv) {
   if (o.chains_per_message <= 0) return usage("--chains-per-message must be positive");
   if (o.batch_blocks <= 0) return usage("--batch-blocks must be positive");
   if (o.ingest_rate <= 0) return usage("--ingest-rate must be positive");
+  if (o.cycles <= 0 || o.cycles > 10000) return usage("--cycles must be in [1, 10000]");
+  auto kill_max = parse_seconds(o.kill_after_max, &err);
+  if (!kill_max || *kill_max <= 0) return usage(kill_max ? "--kill-after-max must be positive" : err);
   if (auto bad = validate(o.shape); !bad.empty()) return usage(bad);
   std::signal(SIGPIPE, SIG_IGN);
   bench_run r(o);

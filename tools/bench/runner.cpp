@@ -166,20 +166,41 @@ lookup_calls::lookup_calls(const std::vector<std::shared_ptr<grpc::Channel>>& ch
   }
 }
 
+void add_chain_report(const workload& w, std::uint64_t chain, int blocks, updates_by_place* by_place) {
+  auto key = std::make_pair(w.tenant_of(chain), w.replica_of(chain));
+  auto& u = (*by_place)[key];
+  if (u.replica_id().empty()) {
+    u.set_replica_id(w.replica_name(key.second));
+    u.set_tenant_id(w.tenant_name(key.first));
+    u.set_model_id(w.shape().model);
+    u.set_hash_scheme(w.shape().scheme);
+  }
+  std::vector<std::uint64_t> hashes;
+  w.chain(chain, blocks, &hashes);
+  auto* e = u.add_prefixes();
+  e->set_tier(v1::CACHE_TIER_T1);
+  for (auto h : hashes) {
+    e->add_block_hashes(be64(h));
+    e->add_block_token_counts(w.shape().block_tokens);
+  }
+}
+
+void whole_chain_lookup(const workload& w, std::uint64_t chain, v1::LookupRouteRequest* req) {
+  req->Clear();
+  req->set_tenant_id(w.tenant_name(w.tenant_of(chain)));
+  req->set_model_id(w.shape().model);
+  req->set_hash_scheme(w.shape().scheme);
+  std::vector<std::uint64_t> hashes;
+  w.chain(chain, w.shape().chain_blocks, &hashes);
+  for (auto h : hashes) {
+    req->add_block_hashes(be64(h));
+    req->add_block_token_counts(w.shape().block_tokens);
+  }
+}
+
 void lookup_calls::prepare(int slot) {
   auto i = static_cast<std::size_t>(slot);
-  const std::uint64_t c = rng_[i]() % chains_;
-  auto& req = req_[i];
-  req.Clear();
-  req.set_tenant_id(w_.tenant_name(w_.tenant_of(c)));
-  req.set_model_id(w_.shape().model);
-  req.set_hash_scheme(w_.shape().scheme);
-  std::vector<std::uint64_t> hashes;
-  w_.chain(c, w_.shape().chain_blocks, &hashes);
-  for (auto h : hashes) {
-    req.add_block_hashes(be64(h));
-    req.add_block_token_counts(w_.shape().block_tokens);
-  }
+  whole_chain_lookup(w_, rng_[i]() % chains_, &req_[i]);
 }
 
 void lookup_calls::start(int slot, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
@@ -231,7 +252,6 @@ ingest_result run_ingest(const std::vector<std::shared_ptr<grpc::Channel>>& chan
       ++r.chains_started;
       return static_cast<std::int64_t>(c);
     };
-    std::vector<std::uint64_t> hashes;
     bool out_of_chains = false;
     auto should_stop = [&] {
       return out_of_chains || (stop && stop->load()) || steady::now() >= deadline;
@@ -259,25 +279,11 @@ ingest_result run_ingest(const std::vector<std::shared_ptr<grpc::Channel>>& chan
           break;
         }
         // One CacheStateUpdate per (tenant, replica) placement among the sessions.
-        std::map<std::pair<int, int>, v1::CacheStateUpdate> by_place;
+        updates_by_place by_place;
         std::uint64_t msg_blocks = 0;
         for (auto& [c, turn] : sessions) {
-          auto key = std::make_pair(w.tenant_of(c), w.replica_of(c));
-          auto& u = by_place[key];
-          if (u.replica_id().empty()) {
-            u.set_replica_id(w.replica_name(key.second));
-            u.set_tenant_id(w.tenant_name(key.first));
-            u.set_model_id(w.shape().model);
-            u.set_hash_scheme(w.shape().scheme);
-          }
           const int len = w.turn_length(turn);
-          w.chain(c, len, &hashes);
-          auto* e = u.add_prefixes();
-          e->set_tier(v1::CACHE_TIER_T1);
-          for (auto h : hashes) {
-            e->add_block_hashes(be64(h));
-            e->add_block_token_counts(w.shape().block_tokens);
-          }
+          add_chain_report(w, c, len, &by_place);
           msg_blocks += static_cast<std::uint64_t>(len);
           ++turn;
         }

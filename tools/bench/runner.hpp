@@ -65,6 +65,16 @@ class health_calls final : public unary_calls {
   std::vector<grpc::health::v1::HealthCheckResponse> resp_;
 };
 
+/// One CacheStateUpdate per (tenant, replica) placement, for a message of several chains.
+using updates_by_place = std::map<std::pair<int, int>, v1::CacheStateUpdate>;
+
+/// Appends the first `blocks` blocks of `chain` (tier T1) to the update of the chain's
+/// placement in `by_place`, creating that update with the workload's names when new.
+void add_chain_report(const workload& w, std::uint64_t chain, int blocks, updates_by_place* by_place);
+
+/// Sets `req` to the LookupRoute of the whole chain `chain` of `w` (cleared first).
+void whole_chain_lookup(const workload& w, std::uint64_t chain, v1::LookupRouteRequest* req);
+
 /// LookupRoute calls for whole chains drawn uniformly from the first `chains` chains.
 class lookup_calls final : public unary_calls {
  public:
