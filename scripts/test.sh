@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds everything once, and runs every test with ctest
-# (unit tests in parallel; integration tests start the real server on free loopback ports).
+# Installs what is missing, builds everything once, runs every libFuzzer target for a short
+# budget (scripts/fuzz.sh, clang-16 + ASan/UBSan in build-fuzz/; FUZZ_SECONDS, default 5 s per
+# target), then every test with ctest (unit tests in parallel; integration tests start the real
+# server on free loopback ports).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -9,5 +11,8 @@ start=$(date +%s)
 "$root/scripts/build.sh"
 built=$(date +%s)
 echo "build: $((built - start)) s"
+"$root/scripts/fuzz.sh" "${FUZZ_SECONDS:-5}"
+fuzzed=$(date +%s)
+echo "fuzz: $((fuzzed - built)) s"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300
-echo "tests: $(( $(date +%s) - built )) s"
+echo "tests: $(( $(date +%s) - fuzzed )) s"
