@@ -197,12 +197,12 @@ route_plan plan_route(const lookup_route_request& r, const policy::resolved_poli
   return plan;
 }
 
-route_decision decide_route(const cache_index& index, const lookup_route_request& r,
-                            const route_plan& plan, const policy::resolved_policy& pol,
-                            micros now) {
+route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
+                            const lookup_route_request& r, const route_plan& plan,
+                            const policy::resolved_policy& pol, micros now) {
   route_decision d;
   // H9: index lookup.
-  index_lookup_result res = index.lookup(plan.index_request, pol, now);
+  index_lookup_result res = lookup_tenant(tenant, total_keys, plan.index_request, pol, now);
   // H10: strategy gate.
   if (res.strategy == lookup_strategy::tenant_hot && !pol.enable_tenant_hot) {
     res = index_lookup_result{};
@@ -242,7 +242,7 @@ route_decision decide_route(const cache_index& index, const lookup_route_request
       seed = plan.index_request.exact_key;
     }
     if (!seed.empty()) {
-      if (auto pick = index.affinity_pick(r.tenant_id, r.model_id, r.hash_scheme, seed)) {
+      if (auto pick = affinity_pick(tenant, r.model_id, r.hash_scheme, seed)) {
         d.response.reason_code = std::string(reason::affinity_hint);
         replica_score s;
         s.replica_id = std::move(*pick);
@@ -260,6 +260,16 @@ route_decision decide_route(const cache_index& index, const lookup_route_request
   d.response.adapter_id = r.adapter_id;
   if (res.strategy == lookup_strategy::prefix_match) d.credit = std::move(res.scores);
   return d;
+}
+
+route_decision decide_route(const cache_index& index, const lookup_route_request& r,
+                            const route_plan& plan, const policy::resolved_policy& pol,
+                            micros now) {
+  return decide_route(index.tenant(r.tenant_id), index.lookup_total_keys(), r, plan, pol, now);
+}
+
+void commit_route(tenant_index& tenant, const route_decision& decision) {
+  if (!decision.credit.empty()) tenant.credit_lfu(decision.credit);
 }
 
 void commit_route(cache_index& index, const route_decision& decision) {

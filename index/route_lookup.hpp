@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/fingerprint.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
@@ -89,12 +90,20 @@ std::int64_t effective_prefix_tokens(const resolved_input& in);
 route_plan plan_route(const lookup_route_request& request, const policy::resolved_policy& policy,
                       const route_options& options = {});
 
-/// Runs H9–H12 and H14 on a plan without `early`; does not mutate the index.
+/// Runs H9–H12 and H14 on a plan without `early` over the request's tenant (`tenant`,
+/// nullptr when it holds nothing) and every tenant's distinct keys `total_keys` (the miss
+/// classifier's cold-start carve-out); does not mutate the index.
+route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
+                            const lookup_route_request& request, const route_plan& plan,
+                            const policy::resolved_policy& policy, micros now);
+/// Same over a combined index (for tests).
 route_decision decide_route(const cache_index& index, const lookup_route_request& request,
                             const route_plan& plan, const policy::resolved_policy& policy,
                             micros now);
 
 /// Runs H13: credits the LFU hits of a decision (no-op unless PREFIX_MATCH in an LFU tenant).
+void commit_route(tenant_index& tenant, const route_decision& decision);
+/// Same over a combined index (for tests).
 void commit_route(cache_index& index, const route_decision& decision);
 
 /// Returns the TIMEOUT response of a plan (token echo, no adapter echo, no scores).

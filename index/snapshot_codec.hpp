@@ -40,6 +40,7 @@
 #include <string_view>
 
 #include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 
 namespace ic::index {
 
@@ -52,6 +53,9 @@ inline constexpr std::uint32_t snapshot_format_version = 1;
 /// is then incomplete and must be discarded), true when every chunk was accepted.
 /// `idx` must not change during the call.
 bool write_snapshot(const cache_index& idx, const std::function<bool(std::string_view)>& sink,
+                    std::size_t chunk_bytes = 1 << 20);
+/// Same, for one tenant index (a stream of that one tenant).
+bool write_snapshot(const tenant_index& idx, const std::function<bool(std::string_view)>& sink,
                     std::size_t chunk_bytes = 1 << 20);
 
 /// Rebuilds the state written by `write_snapshot` into an empty index, chunk by chunk.
@@ -72,6 +76,12 @@ class snapshot_loader {
   /// against the facts summed over those indexes; `finish` adds each one's facts to its
   /// `options.shared`. Used to split a combined (multi-tenant) stream as it loads.
   explicit snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of);
+  /// Prepares to load into one tenant index, which must be empty (asserted) and outlive the
+  /// loader: the stream must hold exactly that tenant (its policy and quota already set).
+  explicit snapshot_loader(tenant_index& target);
+  /// Like the split form above, with `target_of(name)` returning an empty tenant index.
+  /// The server's v1 reader uses it.
+  explicit snapshot_loader(std::function<tenant_index*(std::string_view tenant)> target_of);
   ~snapshot_loader();
   snapshot_loader(const snapshot_loader&) = delete;
   snapshot_loader& operator=(const snapshot_loader&) = delete;
