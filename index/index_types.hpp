@@ -90,7 +90,6 @@ std::string_view reason_code_of(lookup_strategy s);
 /// mutations (the server credits delivered lookups asynchronously): the key's identity is
 /// carried along, so a credit whose key slot was freed and reused is skipped.
 struct entry_ref {
-  std::uint32_t tenant_slot = 0;
   std::uint32_t key = 0;
   std::uint32_t replica = 0;
   /// The key's table hash (over its bytes and partition) and partition id when the ref was
@@ -124,13 +123,20 @@ struct entry_view {
 
 /// The facts of one index (`tenant_index::facts()`, derived from its counters), with the
 /// meaning of the `shared_facts` totals every index publishes its changes to.
-struct global_facts {
+struct index_facts {
   /// (key × replica) entries.
   std::int64_t total_entries = 0;
   /// Subset of `total_entries` belonging to the reserved tenant.
   std::int64_t reserved_entries = 0;
   /// Distinct prefix keys, reserved included (cold-start carve-out).
   std::int64_t total_keys = 0;
+
+  index_facts& operator+=(const index_facts& o) {
+    total_entries += o.total_entries;
+    reserved_entries += o.reserved_entries;
+    total_keys += o.total_keys;
+    return *this;
+  }
 };
 
 /// The next §4.6 cap victim of an index: its order key across indexes.
@@ -167,6 +173,14 @@ struct memory_breakdown {
   std::size_t other = 0;
   std::size_t total() const {
     return key_records + replica_arrays + hash_slots + order_refs + other;
+  }
+  memory_breakdown& operator+=(const memory_breakdown& o) {
+    key_records += o.key_records;
+    replica_arrays += o.replica_arrays;
+    hash_slots += o.hash_slots;
+    order_refs += o.order_refs;
+    other += o.other;
+    return *this;
   }
 };
 

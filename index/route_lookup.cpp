@@ -262,18 +262,8 @@ route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
   return d;
 }
 
-route_decision decide_route(const cache_index& index, const lookup_route_request& r,
-                            const route_plan& plan, const policy::resolved_policy& pol,
-                            micros now) {
-  return decide_route(index.tenant(r.tenant_id), index.lookup_total_keys(), r, plan, pol, now);
-}
-
 void commit_route(tenant_index& tenant, const route_decision& decision) {
   if (!decision.credit.empty()) tenant.credit_lfu(decision.credit);
-}
-
-void commit_route(cache_index& index, const route_decision& decision) {
-  if (!decision.credit.empty()) index.credit_lfu(decision.credit);
 }
 
 lookup_route_response timeout_response(const route_plan& plan) {
@@ -281,16 +271,6 @@ lookup_route_response timeout_response(const route_plan& plan) {
   r.reason_code = std::string(reason::timeout);
   r.token_ids = plan.echo_tokens;
   return r;
-}
-
-lookup_route_response route_lookup(cache_index& index, const lookup_route_request& request,
-                                   const policy::resolved_policy& policy, micros now,
-                                   const route_options& options) {
-  route_plan plan = plan_route(request, policy, options);
-  if (plan.early) return std::move(*plan.early);
-  route_decision d = decide_route(index, request, plan, policy, now);
-  commit_route(index, d);
-  return std::move(d.response);
 }
 
 }  // namespace ic::index

@@ -1,4 +1,4 @@
-// The LookupRoute handler steps H0–H14 of spec/lookup.md §3.1 over a `cache_index`.
+// The LookupRoute handler steps H0–H14 of spec/lookup.md §3.1 over one `tenant_index`.
 //
 // The decision is split so the caller can run the index part under a deadline and still
 // honour the contract that a TIMEOUT never credits LFU:
@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "index/cache_index.hpp"
 #include "index/tenant_index.hpp"
 #include "index/fingerprint.hpp"
 #include "index/types.hpp"
@@ -96,23 +95,9 @@ route_plan plan_route(const lookup_route_request& request, const policy::resolve
 route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
                             const lookup_route_request& request, const route_plan& plan,
                             const policy::resolved_policy& policy, micros now);
-/// Same over a combined index (for tests).
-route_decision decide_route(const cache_index& index, const lookup_route_request& request,
-                            const route_plan& plan, const policy::resolved_policy& policy,
-                            micros now);
-
 /// Runs H13: credits the LFU hits of a decision (no-op unless PREFIX_MATCH in an LFU tenant).
 void commit_route(tenant_index& tenant, const route_decision& decision);
-/// Same over a combined index (for tests).
-void commit_route(cache_index& index, const route_decision& decision);
-
 /// Returns the TIMEOUT response of a plan (token echo, no adapter echo, no scores).
 lookup_route_response timeout_response(const route_plan& plan);
-
-/// Runs every step without a deadline and returns the response (latency left 0). For tests
-/// (the server runs the steps itself, with its deadline between decide and commit).
-lookup_route_response route_lookup(cache_index& index, const lookup_route_request& request,
-                                   const policy::resolved_policy& policy, micros now,
-                                   const route_options& options = {});
 
 }  // namespace ic::index

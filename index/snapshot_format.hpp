@@ -1,5 +1,5 @@
 // Internal to index/: the snapshot format's constants and byte helpers, and
-// `snapshot_access` (a friend of cache_index and tenant_index) whose writer lives in
+// `snapshot_access` (a friend of tenant_index) whose writer lives in
 // snapshot_writer.cpp and whose loader lives in snapshot_loader.cpp. The grammar is in
 // index/README.md ("Snapshot format").
 #pragma once
@@ -81,8 +81,8 @@ inline bool valid_tier(std::uint8_t t) {
 
 }  // namespace snapshot_format
 
-/// Reads and rebuilds the private state of `cache_index` / `tenant_index` (a friend of
-/// both): the writer (snapshot_writer.cpp) and the loader (snapshot_loader.cpp).
+/// Reads and rebuilds the private state of `tenant_index` (a friend): the writer
+/// (snapshot_writer.cpp) and the loader (snapshot_loader.cpp).
 class snapshot_access {
  public:
   using sink_fn = std::function<bool(std::string_view)>;
@@ -91,8 +91,6 @@ class snapshot_access {
   /// record with their summed facts (see write_snapshot).
   static bool write(const std::vector<const tenant_index*>& tenants, const sink_fn& sink,
                     std::size_t chunk_bytes);
-  /// Streams every tenant of a combined index, in slot order.
-  static bool write(const cache_index& idx, const sink_fn& sink, std::size_t chunk_bytes);
 
   class chunk_writer;
   static bool write_string(chunk_writer& w, std::string_view s);

@@ -10,22 +10,6 @@ using namespace snapshot_format;
 /// The loader's state machine: one stage per section of the grammar.
 class snapshot_access::loader {
  public:
-  /// Combined: every tenant of the stream into `target` (slots in stream order).
-  explicit loader(cache_index& target)
-      : next_([&target](std::string_view name) { return &target.partition(name); }),
-        combined_(true) {
-    assert(target.by_name_.empty() && "snapshot_loader needs an empty index");
-    start(target.by_name_.empty());
-  }
-  /// Split, into combined indexes of one tenant each.
-  explicit loader(std::function<cache_index*(std::string_view)> target_of)
-      : next_([f = std::move(target_of)](std::string_view name) -> tenant_index* {
-          cache_index* c = f(name);
-          if (c == nullptr || !c->by_name_.empty()) return nullptr;
-          return &c->partition(name);
-        }) {
-    start(true);
-  }
   /// One tenant index: the stream must hold exactly its tenant.
   explicit loader(tenant_index& target)
       : next_([&target, used = false](std::string_view name) mutable -> tenant_index* {
@@ -90,7 +74,7 @@ class snapshot_access::loader {
     if (stage_ == stage::done) {
       // The facts are final and checked: count them in the shared totals (once).
       if (!published_)
-        for (tenant_index* t : targets_) t->publish_facts(global_facts{});
+        for (tenant_index* t : targets_) t->publish_facts(index_facts{});
       published_ = true;
       return true;
     }
@@ -214,9 +198,9 @@ class snapshot_access::loader {
     }
     part_ = next_(name);
     if (part_ == nullptr || !empty(*part_))
-      return fail("tenant '" + std::string(name) + "': no empty index to load it into");
+      return fail("tenant '" + std::string(name) +
+                  "': no index to load it into (none given, or it is not empty)");
     targets_.push_back(part_);
-    if (part_->slot_ != (combined_ ? tenants_ : 0)) return fail("tenant slot mismatch");
     ++tenants_;
     // Size the key table for the live keys up front (load factor <= 7/8, as it grows).
     const std::size_t live = n_slab_ - n_free_;
@@ -536,12 +520,9 @@ class snapshot_access::loader {
     if (XXH3_64bits_digest(&hash_) != get<std::uint64_t>(p + end_bytes - 8)) {
       return fail("checksum mismatch");
     }
-    global_facts f;
+    index_facts f;
     for (const tenant_index* t : targets_) {
-      const global_facts g = t->facts();
-      f.total_entries += g.total_entries;
-      f.reserved_entries += g.reserved_entries;
-      f.total_keys += g.total_keys;
+      f += t->facts();
     }
     if (get<std::uint32_t>(p + 1) != tenants_ || get<std::int64_t>(p + 5) != f.total_entries ||
         get<std::int64_t>(p + 13) != f.reserved_entries ||
@@ -556,8 +537,6 @@ class snapshot_access::loader {
   /// every tenant index loaded into, in stream order.
   std::function<tenant_index*(std::string_view)> next_;
   std::vector<tenant_index*> targets_;
-  /// Whether the target is one combined index (its slots follow the stream).
-  bool combined_ = false;
   std::set<std::string, std::less<>> names_seen_;
   stage stage_ = stage::header;
   std::string error_;
@@ -597,11 +576,6 @@ class snapshot_loader::impl : public snapshot_access::loader {
  public:
   using snapshot_access::loader::loader;
 };
-
-snapshot_loader::snapshot_loader(cache_index& target) : impl_(std::make_unique<impl>(target)) {}
-
-snapshot_loader::snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of)
-    : impl_(std::make_unique<impl>(std::move(target_of))) {}
 
 snapshot_loader::snapshot_loader(tenant_index& target) : impl_(std::make_unique<impl>(target)) {}
 

@@ -162,13 +162,10 @@ bool snapshot_access::write(const std::vector<const tenant_index*>& tenants, con
   p = put(p, snapshot_magic);
   put(p, snapshot_format_version);
   if (!w.commit(8)) return false;
-  global_facts f;
+  index_facts f;
   for (const tenant_index* t : tenants) {
     if (!write_tenant(w, *t)) return false;
-    const global_facts g = t->facts();
-    f.total_entries += g.total_entries;
-    f.reserved_entries += g.reserved_entries;
-    f.total_keys += g.total_keys;
+    f += t->facts();
   }
   p = w.reserve(end_bytes - 8);
   p = put(p, end_tag);
@@ -180,16 +177,9 @@ bool snapshot_access::write(const std::vector<const tenant_index*>& tenants, con
   return w.finish();
 }
 
-bool snapshot_access::write(const cache_index& idx, const sink_fn& sink,
-                            std::size_t chunk_bytes) {
-  std::vector<const tenant_index*> tenants;  // creation order: the loader recreates the slots
-  for (const auto& t : idx.slots_) tenants.push_back(t.get());
-  return write(tenants, sink, chunk_bytes);
-}
-
-bool write_snapshot(const cache_index& idx, const std::function<bool(std::string_view)>& sink,
-                    std::size_t chunk_bytes) {
-  return snapshot_access::write(idx, sink, chunk_bytes);
+bool write_snapshot(const std::vector<const tenant_index*>& tenants,
+                    const std::function<bool(std::string_view)>& sink, std::size_t chunk_bytes) {
+  return snapshot_access::write(tenants, sink, chunk_bytes);
 }
 
 bool write_snapshot(const tenant_index& idx, const std::function<bool(std::string_view)>& sink,

@@ -84,10 +84,10 @@ cap_step pick_cap_step(const std::vector<std::optional<cap_head>>& heads) {
 
 // --------------------------------------------------------------------------- facts publishing
 
-void tenant_index::publish_facts(const global_facts& before) {
+void tenant_index::publish_facts(const index_facts& before) {
   shared_facts* s = options_.shared;
   if (s == nullptr) return;
-  const global_facts now = facts();
+  const index_facts now = facts();
   if (const auto d = now.total_entries - before.total_entries; d != 0) {
     s->total_entries.fetch_add(d, std::memory_order_acq_rel);
   }
@@ -246,12 +246,29 @@ std::vector<std::pair<std::string, std::int64_t>> tenant_index::entries_by_model
   return {m.begin(), m.end()};
 }
 
+namespace {
+std::string facts_line(const index_facts& f) {
+  return "G|" + std::to_string(f.total_entries) + "|" + std::to_string(f.reserved_entries) + "|" +
+         std::to_string(f.total_keys);
+}
+}  // namespace
+
 std::vector<std::string> tenant_index::canonical_dump() const {
   std::vector<std::string> out;
   dump(out);
-  const global_facts f = facts();
-  out.push_back("G|" + std::to_string(f.total_entries) + "|" + std::to_string(f.reserved_entries) +
-                "|" + std::to_string(f.total_keys));
+  out.push_back(facts_line(facts()));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> merged_dump(const std::vector<const tenant_index*>& tenants,
+                                     const index_facts& facts) {
+  std::vector<std::string> out;
+  for (const tenant_index* t : tenants) {
+    for (auto& line : t->canonical_dump())
+      if (line.rfind("G|", 0) != 0) out.push_back(std::move(line));
+  }
+  out.push_back(facts_line(facts));
   std::sort(out.begin(), out.end());
   return out;
 }

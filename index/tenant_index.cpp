@@ -64,9 +64,9 @@ tenant_index::~tenant_index() {
   }
 }
 
-void tenant_index::rebind(std::uint32_t slot, const index_options& options) {
+void tenant_index::rebind(const index_options& options) {
   const bool tracked = cap_tracked();
-  const global_facts mine = facts();
+  const index_facts mine = facts();
   {
     // The facts leave the old totals and join the new ones.
     facts_guard leaving(*this);
@@ -74,10 +74,9 @@ void tenant_index::rebind(std::uint32_t slot, const index_options& options) {
   }
   entries_ = mine.total_entries;
   keys_ = mine.total_keys;
-  slot_ = slot;
   options_ = options;
   if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
-  publish_facts(global_facts{});
+  publish_facts(index_facts{});
   if (tracked != cap_tracked()) rebuild_cap_order();
 }
 

@@ -160,7 +160,6 @@ struct cap_candidate {
   std::uint32_t replica = 0;
 };
 
-class cache_index;
 class snapshot_access;
 
 /// One tenant's index.
@@ -180,7 +179,7 @@ class tenant_index {
   /// (key, replica) entries.
   std::int64_t entries() const { return entries_; }
   /// This index's facts (its own counters; not the shared totals).
-  global_facts facts() const { return global_facts{entries_, reserved_ ? entries_ : 0, keys_}; }
+  index_facts facts() const { return index_facts{entries_, reserved_ ? entries_ : 0, keys_}; }
   /// Returns the options the index was built with.
   const index_options& options() const { return options_; }
   const policy::resolved_policy& policy() const { return policy_; }
@@ -240,12 +239,10 @@ class tenant_index {
   /// Returns the bytes held by the index's data structures.
   memory_breakdown memory_usage() const;
 
-  /// The slot of this index in a test-only combined index (`entry_ref::tenant_slot`); 0
-  /// otherwise.
-  std::uint32_t slot() const { return slot_; }
   /// Moves the index under new options (new `shared` totals: its facts leave the old ones and
-  /// join the new ones) and slot; rebuilds the cap order when whether it is kept changes.
-  void rebind(std::uint32_t slot, const index_options& options);
+  /// join the new ones); rebuilds the cap order when whether it is kept changes. For tests
+  /// (the combined oracle's `split_tenants`).
+  void rebind(const index_options& options);
 
   /// Runs exact match / chain walk / TENANT_HOT for a non-empty tenant/model/scheme request;
   /// returns prefix_match, tenant_hot or none (`lookup_tenant` classifies misses).
@@ -271,11 +268,10 @@ class tenant_index {
 
  private:
   friend class snapshot_access;  // index/snapshot_{writer,loader}.cpp read and rebuild the state
-  friend class cache_index;      // the combined index drives the steps under one cap
   struct facts_guard;            // publishes a public call's change of facts() to shared
 
   /// Adds facts() − before to options_.shared (when set).
-  void publish_facts(const global_facts& before);
+  void publish_facts(const index_facts& before);
   /// The steps of `ingest` after the origin check, at the effective time `ts`.
   void ingest_at(const cache_state_update& update, micros ts, change_log* changes,
                  ingest_result& result);
@@ -345,9 +341,9 @@ class tenant_index {
     float f;
     float score;
   };
-  /// Chain-walk scratch, one per thread (shared by every partition a thread looks up), so
+  /// Chain-walk scratch, one per thread (shared by every tenant index a thread looks up), so
   /// const lookups may run concurrently. `generation` is unique per lookup on a thread, so
-  /// stamps left by another partition's lookup never match.
+  /// stamps left by another tenant index's lookup never match.
   struct lookup_scratch {
     std::vector<std::uint32_t> stamp;
     std::vector<std::uint32_t> run_slot;
@@ -464,7 +460,6 @@ class tenant_index {
               std::uint32_t replica, micros ts, std::uint32_t model = 0) const;
 
   std::string name_;
-  std::uint32_t slot_ = 0;
   bool reserved_;
   index_options options_;
   policy::resolved_policy policy_;
@@ -508,7 +503,7 @@ struct tenant_index::facts_guard {
 
  private:
   tenant_index& idx_;
-  global_facts before_;
+  index_facts before_;
 };
 
 /// Runs the §3.3 orchestrator over one tenant: exact / chain match and TENANT_HOT in
@@ -522,6 +517,10 @@ index_lookup_result lookup_tenant(const tenant_index* tenant, std::int64_t total
 /// `tenant`, or nullopt (no tenant, empty model/scheme/seed, or no serving replica).
 std::optional<std::string> affinity_pick(const tenant_index* tenant, std::string_view model,
                                          std::string_view hash_scheme, std::string_view seed);
+/// Returns the canonical dump of several tenant indexes as one index prints it: their lines
+/// without their own `G|` facts line, plus one `G|` line of `facts`, sorted.
+std::vector<std::string> merged_dump(const std::vector<const tenant_index*>& tenants,
+                                     const index_facts& facts);
 /// Returns the keys every index counts: `shared->total_keys` when the index shares its
 /// totals, else its own.
 std::int64_t total_keys_of(const tenant_index& tenant);

@@ -542,7 +542,7 @@ entry_ref tenant_index::ref_of(std::uint32_t key, std::uint32_t replica) const {
   const key_record& k = records_[key];
   // The key's table hash covers its bytes (also for hashes kept in the side table, whose
   // slots are reused too) and its partition.
-  return entry_ref{slot_, key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
+  return entry_ref{key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
 }
 
 void tenant_index::credit(const entry_ref& ref) {

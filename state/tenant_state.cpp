@@ -266,15 +266,7 @@ std::vector<std::string> tenant_set::canonical_dump() const {
 
 index::snapshot_view merge_snapshots(const std::vector<const tenant_state*>& tenants) {
   index::snapshot_view out;
-  for (const auto* t : tenants) {
-    index::snapshot_view v = t->index().snapshot();
-    out.replicas.insert(out.replicas.end(), std::make_move_iterator(v.replicas.begin()),
-                        std::make_move_iterator(v.replicas.end()));
-    out.tenants.insert(out.tenants.end(), std::make_move_iterator(v.tenants.begin()),
-                       std::make_move_iterator(v.tenants.end()));
-    out.total_prefixes += v.total_prefixes;
-    out.hot_prefixes += v.hot_prefixes;
-  }
+  for (const auto* t : tenants) out += t->index().snapshot();
   return out;
 }
 
@@ -288,16 +280,11 @@ std::vector<std::pair<std::string, std::int64_t>> merge_entries_by_model(
 
 std::vector<std::string> merge_dumps(const std::vector<const tenant_state*>& tenants,
                                      const index::shared_facts& facts) {
-  std::vector<std::string> out;
-  for (const auto* t : tenants) {
-    for (auto& line : t->index().canonical_dump())
-      if (line.rfind("G|", 0) != 0) out.push_back(std::move(line));
-  }
-  out.push_back("G|" + std::to_string(facts.total_entries.load()) + "|" +
-                std::to_string(facts.reserved_entries.load()) + "|" +
-                std::to_string(facts.total_keys.load()));
-  std::sort(out.begin(), out.end());
-  return out;
+  std::vector<const index::tenant_index*> indexes;
+  for (const auto* t : tenants) indexes.push_back(&t->index());
+  return index::merged_dump(indexes, index::index_facts{facts.total_entries.load(),
+                                                        facts.reserved_entries.load(),
+                                                        facts.total_keys.load()});
 }
 
 }  // namespace ic::state
