@@ -461,7 +461,6 @@ class tenant_index {
 
   std::string name_;
   bool reserved_;
-  index_options options_;
   policy::resolved_policy policy_;
   std::optional<std::int64_t> quota_;
 
@@ -492,6 +491,9 @@ class tenant_index {
   // Replica-name ranks, computed lazily by readers (guarded: lookups may run concurrently).
   mutable std::mutex ranks_mu_;
   mutable std::vector<std::uint32_t> ranks_;
+
+  // Last: the constants the lookup reads once per call, kept out of the hot members' lines.
+  index_options options_;
 };
 
 // Publishes the change of facts() over one public mutating call to options_.shared.
