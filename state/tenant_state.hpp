@@ -7,7 +7,7 @@
 // indexes share one `index::shared_facts` (total entries, reserved entries, total keys: the
 // cold-start carve-out reads it) and leave the global cap (§4.6) to their owner: `tenant_set`
 // merges the tenants' cap orders with `enforce_cap`, and the live runtime's coordinator actor
-// runs the same merge by messages (actors/runtime.cpp). Records are applied at their own
+// runs the same merge by messages (actors/coordinator.cpp). Records are applied at their own
 // recorded time, so replaying a journal rebuilds the same indexes.
 //
 //   tenant_set set(opts);
