@@ -45,7 +45,7 @@
 #include "proto/record_codec.hpp"
 #include "actors/runtime.hpp"
 #include "state/tenant_state.hpp"
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/types.hpp"
 
 namespace ic::actors {

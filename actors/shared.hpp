@@ -20,7 +20,7 @@
 #include "actors/event_bus.hpp"
 #include "actors/messages.hpp"
 #include "actors/protocol.hpp"
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "state/tenant_state.hpp"
 
 namespace ic::actors {

@@ -28,7 +28,7 @@ struct tenant_actor_state {
   std::vector<index::scored_replica> held_credits;
   /// A sweep in slices; mutations that arrive meanwhile wait in `deferred`, in order.
   bool sweeping = false;
-  index::cache_index::sweep_cursor cursor;
+  index::tenant_index::sweep_cursor cursor;
   index::micros sweep_at = 0;
   index::sweep_result sweep_result;
   std::deque<std::function<void()>> deferred;

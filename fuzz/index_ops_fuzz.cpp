@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.hpp"
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/snapshot_codec.hpp"
 
 namespace ix = ic::index;
@@ -44,8 +44,8 @@ ix::index_options options() {
 }
 
 struct model {
-  std::unique_ptr<ix::cache_index> live = std::make_unique<ix::cache_index>(options());
-  std::unique_ptr<ix::cache_index> twin = std::make_unique<ix::cache_index>(options());
+  std::unique_ptr<ix::combined_index> live = std::make_unique<ix::combined_index>(options());
+  std::unique_ptr<ix::combined_index> twin = std::make_unique<ix::combined_index>(options());
   std::map<std::string, pol::resolved_policy> policies;
   std::map<std::string, pol::tenant_quota> quotas;
   // Every (tenant, key, replica) ever ingested, to check TTLs after sweeps.
@@ -103,7 +103,7 @@ void ingest(model& m, ic::fuzz::cursor& in) {
     }
     u.prefixes.push_back(std::move(e));
   }
-  m.both([&](ix::cache_index& idx) { idx.ingest(u, m.now); });
+  m.both([&](ix::combined_index& idx) { idx.ingest(u, m.now); });
 }
 
 void event(model& m, ic::fuzz::cursor& in) {
@@ -113,7 +113,7 @@ void event(model& m, ic::fuzz::cursor& in) {
   e.replica_id = kReplicas[in.byte() % 4];
   e.model_id = kModel;
   e.prefix_hash = block(in.byte());
-  m.both([&](ix::cache_index& idx) { idx.apply_event(e, m.now); });
+  m.both([&](ix::combined_index& idx) { idx.apply_event(e, m.now); });
 }
 
 void lookup(model& m, ic::fuzz::cursor& in) {
@@ -160,7 +160,7 @@ void set_policy(model& m, ic::fuzz::cursor& in) {
   p.eviction = (b & 4) ? pol::eviction_mode::lfu : pol::eviction_mode::lru;
   p.minimum_matched_tokens = (b & 8) ? 0 : 16;
   m.policies[tenant] = p;
-  m.both([&](ix::cache_index& idx) { idx.set_tenant_policy(tenant, p); });
+  m.both([&](ix::combined_index& idx) { idx.set_tenant_policy(tenant, p); });
 }
 
 void set_quota(model& m, ic::fuzz::cursor& in) {
@@ -168,11 +168,11 @@ void set_quota(model& m, ic::fuzz::cursor& in) {
   const std::uint8_t b = in.byte();
   pol::tenant_quota q = (b & 0x80) ? pol::tenant_quota{} : pol::tenant_quota{b % 16};
   m.quotas[tenant] = q;
-  m.both([&](ix::cache_index& idx) { idx.set_tenant_quota(tenant, q); });
+  m.both([&](ix::combined_index& idx) { idx.set_tenant_quota(tenant, q); });
 }
 
 void sweep(model& m) {
-  m.both([&](ix::cache_index& idx) { idx.sweep(m.now); });
+  m.both([&](ix::combined_index& idx) { idx.sweep(m.now); });
   for (const auto& [tenant, key, replica] : m.seen) {
     auto e = m.live->find_entry(tenant, kModel, kScheme, "", key, replica);
     if (!e) continue;
@@ -197,10 +197,10 @@ void snapshot_and_reload(model& m) {
             },
             1024),
         "write_snapshot succeeds");
-  auto reloaded = std::make_unique<ix::cache_index>(options());
+  auto reloaded = std::make_unique<ix::combined_index>(options());
   for (const auto& [t, p] : m.policies) reloaded->set_tenant_policy(t, p);
   for (const auto& [t, q] : m.quotas) reloaded->set_tenant_quota(t, q);
-  ix::snapshot_loader loader(*reloaded);
+  auto loader = ix::combined_loader(*reloaded);
   std::string error;
   check(loader.feed(bytes, &error) && loader.finish(&error), "a written snapshot loads");
   check(reloaded->canonical_dump() == m.live->canonical_dump(), "snapshot round trip is identical");

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "proto/record_codec.hpp"
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/snapshot_codec.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "journal/format.hpp"
@@ -98,7 +98,7 @@ int main(int argc, char** argv) {
         std::string(1, '\4') + be64(3) + be64(0) + fmt::encode_snapshot_footer(3, {2, 26, 12345}));
 
   // fuzz_snapshot_load: chunk-size byte, then a snapshot of a small index.
-  ic::index::cache_index idx;
+  ic::index::combined_index idx;
   {
     auto u = sample_update();
     ic::index::cache_state_update plain;
@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
     return true;
   });
   write("fuzz_snapshot_load", "two_replicas", std::string(1, '\x07') + snapshot);
-  ic::index::cache_index empty;
+  ic::index::combined_index empty;
   std::string empty_snapshot;
   ic::index::write_snapshot(empty, [&](std::string_view c) {
     empty_snapshot.append(c);

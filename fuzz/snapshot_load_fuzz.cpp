@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "fuzz/fuzz_support.hpp"
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/snapshot_codec.hpp"
 
 namespace ix = ic::index;
 
 namespace {
 
-bool load(std::string_view bytes, std::size_t chunk, ix::cache_index& into, std::string* error) {
-  ix::snapshot_loader loader(into);
+bool load(std::string_view bytes, std::size_t chunk, ix::combined_index& into, std::string* error) {
+  auto loader = ix::combined_loader(into);
   for (std::size_t at = 0; at < bytes.size(); at += chunk)
     if (!loader.feed(bytes.substr(at, chunk), error)) return false;
   return loader.finish(error);
@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   ic::fuzz::cursor in(data, size);
   const std::size_t chunk = 1 + in.byte() % 64;
   std::string_view bytes = in.rest();
-  ix::cache_index idx;
+  ix::combined_index idx;
   std::string error;
   if (!load(bytes, chunk, idx, &error)) {
     ic::fuzz::check(!error.empty(), "a refused snapshot says why");
@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       },
       4096);  // small chunks: the default 1 MiB buffer would dominate each run
   ic::fuzz::check(ok, "write_snapshot of a loaded index succeeds");
-  ix::cache_index again;
+  ix::combined_index again;
   ic::fuzz::check(load(written, written.size() + 1, again, &error), "a written snapshot loads");
   ic::fuzz::check(again.canonical_dump() == idx.canonical_dump(), "snapshot round trip is identical");
   return 0;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/fingerprint.hpp"
 
 namespace ic::index::bench {
@@ -55,7 +55,7 @@ inline std::size_t heap_in_use() {
 /// Builds `entries` (key × replica) entries from 64-block chains, each held by
 /// `replicas_per_key` of 64 replicas (chain c goes to replicas c*k .. c*k+k-1 mod 64).
 /// Returns the chains.
-inline std::vector<std::vector<std::string>> fill(cache_index& idx, std::int64_t entries,
+inline std::vector<std::vector<std::string>> fill(tenant_index& idx, std::int64_t entries,
                                                   int replicas_per_key, micros ts) {
   std::uint64_t seed = 42;
   std::vector<std::vector<std::string>> chains;

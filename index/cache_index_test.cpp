@@ -1,5 +1,5 @@
 // Index-layer scenarios of spec/lookup.md §6 ([index] rows), plus extensions.md §4–§5.
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -24,7 +24,7 @@ const policy::resolved_policy no_policy = policy::resolved_policy::no_policy();
 // ------------------------------------------------------------------ §6.1 ingest / matching
 
 TEST(CacheIndex, ExactMatchRanksByTokensAndRefreshReorders) {  // S1
-  cache_index idx;
+  combined_index idx;
   auto pol = with_ttl(hours(1));
   idx.ingest(update("a", {legacy("p1", 100)}), t0);
   idx.ingest(update("b", {legacy("p1", 50)}), t0);
@@ -39,7 +39,7 @@ TEST(CacheIndex, ExactMatchRanksByTokensAndRefreshReorders) {  // S1
 }
 
 TEST(CacheIndex, RepeatedIdenticalUpdateIsIdempotent) {  // S2
-  cache_index idx;
+  combined_index idx;
   for (int i = 0; i < 3; ++i) idx.ingest(update("r", {legacy("p", 64)}), t0);
   EXPECT_EQ(idx.lookup(exact("p"), no_policy, t0).scores.size(), 1u);
   EXPECT_EQ(idx.model_keys("t", "m"), 1);
@@ -47,7 +47,7 @@ TEST(CacheIndex, RepeatedIdenticalUpdateIsIdempotent) {  // S2
 }
 
 TEST(CacheIndex, PrefixAddedEventDoesNotRefresh) {  // S3
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("t", with_ttl(minutes(10)));
   idx.ingest(update("r", {legacy("p", 64)}, "t", "m", "vllm"), t0);
   idx.ingest(update("r", {legacy("p", 64)}, "t", "m", "sglang"), t0);
@@ -66,13 +66,13 @@ TEST(CacheIndex, PrefixAddedEventDoesNotRefresh) {  // S3
 }
 
 TEST(CacheIndex, UnspecifiedTierIngestsAsT1) {  // S4
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("a", {legacy("p1", 64)}), t0);
   EXPECT_EQ(idx.lookup(exact("p1"), no_policy, t0).scores.at(0).score.tier, 1);
 }
 
 TEST(CacheIndex, ChainWithoutTierReportsT1) {  // S5
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("a", {chain({"b1", "b2", "b3"}, 16)}), t0);
   auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0);
   ASSERT_EQ(r.scores.size(), 1u);
@@ -80,13 +80,13 @@ TEST(CacheIndex, ChainWithoutTierReportsT1) {  // S5
 }
 
 TEST(CacheIndex, ExplicitT2TierIsReported) {  // S6
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("a", {legacy("p1", 64, 2)}), t0);
   EXPECT_EQ(idx.lookup(exact("p1"), no_policy, t0).scores.at(0).score.tier, 2);
 }
 
 TEST(CacheIndex, ChainWalkAccumulatesRequestCountsNotStoredCounts) {  // S7
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 64)}), t0);
   auto r = idx.lookup(chain_query({"p", "x", "y"}, 16), no_policy, t0);
   ASSERT_EQ(ids(r), std::vector<std::string>{"r"});
@@ -94,7 +94,7 @@ TEST(CacheIndex, ChainWalkAccumulatesRequestCountsNotStoredCounts) {  // S7
 }
 
 TEST(CacheIndex, MalformedChainIsDroppedWithReason) {  // S8
-  cache_index idx;
+  combined_index idx;
   prefix_entry p = chain({"a", "b", "c"}, 16);
   p.block_token_counts = {16};
   auto res = idx.ingest(update("r", {p}), t0);
@@ -104,7 +104,7 @@ TEST(CacheIndex, MalformedChainIsDroppedWithReason) {  // S8
 }
 
 TEST(CacheIndex, EmptyHashSchemeSkipsPrefixesButKeepsStats) {  // S9
-  cache_index idx;
+  combined_index idx;
   auto u = update("r", {chain({"a", "b"}, 16), legacy("p", 4)}, "t", "m", "");
   u.stats = stats(0.5f);
   auto res = idx.ingest(u, t0);
@@ -115,7 +115,7 @@ TEST(CacheIndex, EmptyHashSchemeSkipsPrefixesButKeepsStats) {  // S9
 }
 
 TEST(CacheIndex, HashesWithoutCountsIndexNothing) {  // S10
-  cache_index idx;
+  combined_index idx;
   prefix_entry p;
   p.block_hashes = {"a", "b"};
   idx.ingest(update("r", {p}), t0);
@@ -123,7 +123,7 @@ TEST(CacheIndex, HashesWithoutCountsIndexNothing) {  // S10
 }
 
 TEST(CacheIndex, CountsWithoutHashesDoNotFallBackToLegacy) {  // S11
-  cache_index idx;
+  combined_index idx;
   prefix_entry p = legacy("legacy-p", 64);
   p.block_token_counts = {16, 16};
   auto res = idx.ingest(update("r", {p}), t0);
@@ -132,7 +132,7 @@ TEST(CacheIndex, CountsWithoutHashesDoNotFallBackToLegacy) {  // S11
 }
 
 TEST(CacheIndex, ChainPlusLegacyHashIndexesBoth) {  // S12
-  cache_index idx;
+  combined_index idx;
   prefix_entry p = chain({"b1", "b2", "b3"}, 16);
   p.prefix_hash = "legacy-full";
   p.token_count = 128;
@@ -146,7 +146,7 @@ TEST(CacheIndex, ChainPlusLegacyHashIndexesBoth) {  // S12
 }
 
 TEST(CacheIndex, ChainBlocksStoreCumulativeCounts) {
-  cache_index idx;
+  combined_index idx;
   prefix_entry p = chain({"b1", "b2", "b3"}, 16);
   p.block_token_counts = {16, 32, 8};
   idx.ingest(update("r", {p}), t0);
@@ -155,7 +155,7 @@ TEST(CacheIndex, ChainBlocksStoreCumulativeCounts) {
 }
 
 TEST(CacheIndex, MissingExactKeyIsEmpty) {  // S13
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("known", 10)}), t0);
   auto r = idx.lookup(exact("missing"), no_policy, t0);
   EXPECT_TRUE(r.scores.empty());
@@ -163,13 +163,13 @@ TEST(CacheIndex, MissingExactKeyIsEmpty) {  // S13
 }
 
 TEST(CacheIndex, OtherHashSchemeDoesNotMatch) {  // S14
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}, "t", "m", "vllm"), t0);
   EXPECT_TRUE(idx.lookup(exact("p", 0, "t", "m", "sglang"), no_policy, t0).scores.empty());
 }
 
 TEST(CacheIndex, SameBytesUnderTwoSchemesStaySeparate) {  // S15
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("vllm-replica-0", {legacy("p", 32)}, "t", "m", "vllm"), t0);
   idx.ingest(update("sglang-replica-0", {legacy("p", 32)}, "t", "m", "sglang"), t0);
   EXPECT_EQ(ids(idx.lookup(exact("p", 0, "t", "m", "vllm"), no_policy, t0)),
@@ -179,7 +179,7 @@ TEST(CacheIndex, SameBytesUnderTwoSchemesStaySeparate) {  // S15
 }
 
 TEST(CacheIndex, EmptySchemeIngestIndexesNothingAndEmptySchemeLookupNeverMatches) {  // S16
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 32)}, "t", "m", ""), t0);
   EXPECT_EQ(idx.facts().total_entries, 0);
   idx.ingest(update("r", {legacy("p", 32)}, "t", "m", "vllm"), t0);
@@ -188,14 +188,14 @@ TEST(CacheIndex, EmptySchemeIngestIndexesNothingAndEmptySchemeLookupNeverMatches
 }
 
 TEST(CacheIndex, TenantsAreIsolated) {  // S17
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 32)}, "tenant-a"), t0);
   EXPECT_TRUE(idx.lookup(exact("p", 0, "tenant-b"), no_policy, t0).scores.empty());
   EXPECT_EQ(idx.lookup(exact("p", 0, "tenant-a"), no_policy, t0).scores.size(), 1u);
 }
 
 TEST(CacheIndex, ChainWalkReturnsLongestCommonRunPerReplica) {  // S18
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("A", {chain({"b1", "b2", "b3", "x4", "x5"}, 16)}), t0);
   idx.ingest(update("B", {chain({"b1", "b2", "y3", "y4", "y5"}, 16)}), t0);
   auto r = idx.lookup(chain_query({"b1", "b2", "b3", "b4", "b5"}, 16), no_policy, t0);
@@ -205,7 +205,7 @@ TEST(CacheIndex, ChainWalkReturnsLongestCommonRunPerReplica) {  // S18
 }
 
 TEST(CacheIndex, ChainWalkStopsAtFirstMissingBlock) {
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("b1", 16), legacy("b3", 48)}), t0);
   auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), no_policy, t0);
   ASSERT_EQ(r.scores.size(), 1u);
@@ -213,7 +213,7 @@ TEST(CacheIndex, ChainWalkStopsAtFirstMissingBlock) {
 }
 
 TEST(CacheIndex, ChainWalkDropsReplicaWhoseBlockIsStale) {
-  cache_index idx;
+  combined_index idx;
   auto pol = with_ttl(minutes(10));
   idx.ingest(update("a", {chain({"b1", "b2", "b3"}, 16)}), t0);
   idx.ingest(update("b", {chain({"b1", "b2", "b3"}, 16)}), t0);
@@ -226,7 +226,7 @@ TEST(CacheIndex, ChainWalkDropsReplicaWhoseBlockIsStale) {
 }
 
 TEST(CacheIndex, FullChainMatchesAllBlocks) {  // S19
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"b1", "b2", "b3", "b4"}, 16)}), t0);
   EXPECT_EQ(idx.lookup(chain_query({"b1", "b2", "b3", "b4"}, 16), no_policy, t0)
                 .scores.at(0)
@@ -235,7 +235,7 @@ TEST(CacheIndex, FullChainMatchesAllBlocks) {  // S19
 }
 
 TEST(CacheIndex, ChainRunReportsColdestTier) {  // S20
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("b1", 16, 2)}), t0);
   idx.ingest(update("r", {legacy("b2", 32, 1)}), t0);
   auto r = idx.lookup(chain_query({"b1", "b2"}, 16), no_policy, t0);
@@ -244,20 +244,20 @@ TEST(CacheIndex, ChainRunReportsColdestTier) {  // S20
 }
 
 TEST(CacheIndex, DisjointChainIsEmpty) {  // S21
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"h1", "h2", "h3"}, 16)}), t0);
   EXPECT_TRUE(idx.lookup(chain_query({"q1", "q2", "q3"}, 16), no_policy, t0).scores.empty());
 }
 
 TEST(CacheIndex, ChainUnderOtherSchemeIsEmpty) {  // S22
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"b1", "b2"}, 16)}, "t", "m", "vllm"), t0);
   EXPECT_TRUE(
       idx.lookup(chain_query({"b1", "b2"}, 16, "t", "m", "sglang"), no_policy, t0).scores.empty());
 }
 
 TEST(CacheIndex, ChainFreshnessUsesOldestMatchedBlock) {  // S23
-  cache_index idx;
+  combined_index idx;
   auto pol = with_ttl(minutes(10));
   idx.ingest(update("r", {legacy("b1", 16)}), t0);
   idx.ingest(update("r", {legacy("b2", 32), legacy("b3", 48)}), t0 + 8 * minute);
@@ -268,7 +268,7 @@ TEST(CacheIndex, ChainFreshnessUsesOldestMatchedBlock) {  // S23
 }
 
 TEST(CacheIndex, MalformedChainLookupHasNoLegacyFallback) {  // S24, S25
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("legacy-p", 128)}), t0);
   auto q = exact("legacy-p", 128);
   q.chain_hashes = {"a", "b"};
@@ -285,7 +285,7 @@ TEST(CacheIndex, MalformedChainLookupHasNoLegacyFallback) {  // S24, S25
 TEST(CacheIndex, ChainLookupManyReplicasOrderAndScoresExact) {
   index_options o;
   o.max_entries = 0;
-  cache_index idx(o);
+  combined_index idx(o);
   std::vector<std::string> chain;
   for (int j = 0; j < 40; ++j) chain.push_back("block-" + std::to_string(j));
   struct want_row {
@@ -335,7 +335,7 @@ TEST(CacheIndex, ChainLookupManyReplicasOrderAndScoresExact) {
 // ------------------------------------------------- §6.2 orchestrator, TENANT_HOT, factors
 
 TEST(CacheIndex, PrefixMatchBeatsWarmStatsOnlyReplica) {  // S26
-  cache_index idx;
+  combined_index idx;
   auto u = update("holder", {legacy("p", 32)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -346,7 +346,7 @@ TEST(CacheIndex, PrefixMatchBeatsWarmStatsOnlyReplica) {  // S26
 }
 
 TEST(CacheIndex, TenantHotReturnsOnlyWarmServingReplicas) {  // S27
-  cache_index idx;
+  combined_index idx;
   auto w = update("warm", {legacy("other", 1)});
   w.stats = stats(0.7f, 0.1f);
   auto c = update("cold", {legacy("other", 1)});
@@ -359,20 +359,20 @@ TEST(CacheIndex, TenantHotReturnsOnlyWarmServingReplicas) {  // S27
 }
 
 TEST(CacheIndex, StatsOnlyIndexIsColdStart) {  // S28
-  cache_index idx;
+  combined_index idx;
   idx.ingest(stats_only("r", stats(0.9f)), t0);
   EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
 }
 
 TEST(CacheIndex, EmptyIndexIsNone) {  // S29, S56
-  cache_index idx;
+  combined_index idx;
   auto r = idx.lookup(exact("novel"), no_policy, t0);
   EXPECT_EQ(r.strategy, lookup_strategy::none);
   EXPECT_TRUE(r.scores.empty());
 }
 
 TEST(CacheIndex, TenantHotRecencyClampsToOneWhenClockMovesBack) {  // S30
-  cache_index idx;
+  combined_index idx;
   auto u = update("r", {legacy("other", 1)});
   u.stats = stats(0.5f, 0.0f);
   idx.ingest(u, t0);
@@ -383,7 +383,7 @@ TEST(CacheIndex, TenantHotRecencyClampsToOneWhenClockMovesBack) {  // S30
 }
 
 TEST(CacheIndex, TenantHotHasZeroMatchedAndUnspecifiedTier) {  // S31, S58
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.8f);
   idx.ingest(u, t0);
@@ -397,7 +397,7 @@ TEST(CacheIndex, TenantHotHasZeroMatchedAndUnspecifiedTier) {  // S31, S58
 TEST(CacheIndex, TenantHotRespectsMinimumHitRate) {  // S32
   index_options o;
   o.tenant_hot_min_hit_rate = 0.5f;
-  cache_index idx(o);
+  combined_index idx(o);
   auto u = update("r", {legacy("other", 1)});
   u.stats = stats(0.2f);
   idx.ingest(u, t0);
@@ -407,7 +407,7 @@ TEST(CacheIndex, TenantHotRespectsMinimumHitRate) {  // S32
 TEST(CacheIndex, TenantHotDisabledByZeroMaxAge) {  // S33
   index_options o;
   o.tenant_hot_max_age = std::chrono::nanoseconds(0);
-  cache_index idx(o);
+  combined_index idx(o);
   auto u = update("r", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -415,7 +415,7 @@ TEST(CacheIndex, TenantHotDisabledByZeroMaxAge) {  // S33
 }
 
 TEST(CacheIndex, TenantHotNeedsServingInRequestedScheme) {  // S34
-  cache_index idx;
+  combined_index idx;
   auto u = update("r", {legacy("other", 1)}, "t", "m", "sglang");
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -427,7 +427,7 @@ TEST(CacheIndex, TenantHotNeedsServingInRequestedScheme) {  // S34
 TEST(CacheIndex, SweptPrefixMakesIndexColdEvenWithFreshStats) {  // S35
   index_options o;
   o.tenant_hot_max_age = hours(1);
-  cache_index idx(o);
+  combined_index idx(o);
   idx.set_tenant_policy("t", with_ttl(minutes(10)));
   auto u = update("r", {legacy("other", 1)});
   u.stats = stats(0.9f);
@@ -439,7 +439,7 @@ TEST(CacheIndex, SweptPrefixMakesIndexColdEvenWithFreshStats) {  // S35
 }
 
 TEST(CacheIndex, StatsOnlyReplicaGivesNothingAcrossTenantSchemeOrModel) {  // S36, S37, S38
-  cache_index idx;
+  combined_index idx;
   idx.ingest(stats_only("r", stats(0.9f), "tenant-a", "model-a"), t0);
   EXPECT_EQ(idx.lookup(exact("novel", 0, "tenant-b", "model-a"), no_policy, t0).strategy,
             lookup_strategy::none);
@@ -450,7 +450,7 @@ TEST(CacheIndex, StatsOnlyReplicaGivesNothingAcrossTenantSchemeOrModel) {  // S3
 }
 
 TEST(CacheIndex, ExactScoresApplyDistinguishingPower) {  // S39
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r1", {legacy("p", 80)}), t0);
   idx.ingest(update("r2", {legacy("p", 40)}), t0);
   idx.ingest(update("decoy", {legacy("decoy", 1)}), t0);
@@ -464,7 +464,7 @@ std::vector<std::string> pressure_case(float weight, const char* a, int ta, floa
                                        int tb, float pb) {
   index_options o;
   o.pressure_weight = weight;
-  cache_index idx(o);
+  combined_index idx(o);
   auto ua = update(a, {legacy("p", ta)});
   ua.stats = stats(0.0f, pa);
   auto ub = update(b, {legacy("p", tb)});
@@ -490,7 +490,7 @@ std::string slo_first(float bias, std::int32_t ttft) {
   index_options o;
   o.slo_tight_ttft_ms = 100;
   o.slo_tight_bias = bias;
-  cache_index idx(o);
+  combined_index idx(o);
   auto pol = with_ttl(hours(1));
   idx.ingest(update("big-old", {legacy("p", 100)}), t0);
   idx.ingest(update("small-fresh", {legacy("p", 50)}), t0 + 20 * minute);
@@ -519,7 +519,7 @@ TEST(CacheIndex, WorstTierFold) {  // S43
 }
 
 TEST(CacheIndex, ChainScoresCombinePressureAndDepthPower) {  // S44
-  cache_index idx;
+  combined_index idx;
   auto a = update("big-but-hot", {chain({"b1", "b2", "b3"}, 16)});
   a.stats = stats(0.0f, 0.9f);
   auto b = update("small-cool", {chain({"b1", "b2"}, 16)});
@@ -534,7 +534,7 @@ TEST(CacheIndex, ChainScoresCombinePressureAndDepthPower) {  // S44
 }
 
 TEST(CacheIndex, StaleStatsAreNotTenantHot) {  // S45
-  cache_index idx;
+  combined_index idx;
   auto u = update("stale-warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -543,7 +543,7 @@ TEST(CacheIndex, StaleStatsAreNotTenantHot) {  // S45
 }
 
 TEST(CacheIndex, StalePressureIsIgnored) {  // S46
-  cache_index idx;
+  combined_index idx;
   auto pol = with_ttl(minutes(10));
   idx.ingest(stats_only("r", stats(0.0f, 0.9f)), t0);
   idx.ingest(update("r", {legacy("p", 50)}), t0 + 15 * minute);
@@ -551,7 +551,7 @@ TEST(CacheIndex, StalePressureIsIgnored) {  // S46
 }
 
 TEST(CacheIndex, ReplicaUpdatedKeepsRowAliveButNotWarm) {  // S47
-  cache_index idx;
+  combined_index idx;
   auto pol = with_ttl(minutes(10));
   idx.set_tenant_policy("t", pol);
   auto u = update("r", {legacy("p", 50)});
@@ -574,7 +574,7 @@ TEST(CacheIndex, ReplicaUpdatedKeepsRowAliveButNotWarm) {  // S47
 }
 
 TEST(CacheIndex, StatsUseTopLevelReplicaIdAndDropClientVersion) {  // S48
-  cache_index idx;
+  combined_index idx;
   replica_stats s = stats(0.5f, 0.0f, 42);
   s.replica_id = "mismatched";
   s.client_version = "v9";
@@ -587,7 +587,7 @@ TEST(CacheIndex, StatsUseTopLevelReplicaIdAndDropClientVersion) {  // S48
 }
 
 TEST(CacheIndex, NonFiniteStatsAreStoredAsZero) {  // S49
-  cache_index idx;
+  combined_index idx;
   idx.ingest(stats_only("a", stats(std::nanf(""), std::numeric_limits<float>::infinity())), t0);
   idx.ingest(stats_only("b", stats(0.3f, -std::numeric_limits<float>::infinity())), t0);
   auto v = idx.get_cache_state("t", "m");
@@ -600,7 +600,7 @@ TEST(CacheIndex, NonFiniteStatsAreStoredAsZero) {  // S49
 // --------------------------------------------------------------------- §6.3 diagnostics
 
 TEST(CacheIndex, UnknownTenantDiagnostic) {  // S50
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}, "ic-smoke"), t0);
   auto r = idx.lookup(exact("p", 0, "default"), no_policy, t0);
   EXPECT_EQ(r.strategy, lookup_strategy::unknown_tenant);
@@ -608,21 +608,21 @@ TEST(CacheIndex, UnknownTenantDiagnostic) {  // S50
 }
 
 TEST(CacheIndex, UnknownModelDiagnostic) {  // S51
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}, "t", "m1"), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m2"), no_policy, t0).strategy,
             lookup_strategy::unknown_model);
 }
 
 TEST(CacheIndex, UnknownHashSchemeDiagnostic) {  // S52
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm-v1"), no_policy, t0).strategy,
             lookup_strategy::unknown_hash_scheme);
 }
 
 TEST(CacheIndex, OutermostUnknownWins) {  // S53
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}, "ic-smoke", "m1"), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "other-tenant", "m-other", "sglang"), no_policy, t0).strategy,
             lookup_strategy::unknown_tenant);
@@ -631,13 +631,13 @@ TEST(CacheIndex, OutermostUnknownWins) {  // S53
 }
 
 TEST(CacheIndex, NovelPrefixInKnownScopeIsNone) {  // S54
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("known", 10)}), t0);
   EXPECT_EQ(idx.lookup(exact("novel"), no_policy, t0).strategy, lookup_strategy::none);
 }
 
 TEST(CacheIndex, EmptyTenantModelOrSchemeIsNeverDiagnosed) {  // S55
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", ""), no_policy, t0).strategy, lookup_strategy::none);
   EXPECT_EQ(idx.lookup(exact("p", 0, "", "m"), no_policy, t0).strategy, lookup_strategy::none);
@@ -645,7 +645,7 @@ TEST(CacheIndex, EmptyTenantModelOrSchemeIsNeverDiagnosed) {  // S55
 }
 
 TEST(CacheIndex, DataUnderEmptyKeysIsNeverMatched) {  // S57
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}, ""), t0);
   idx.ingest(update("r", {legacy("p", 10)}, "t", ""), t0);
   EXPECT_EQ(idx.facts().total_entries, 2);
@@ -656,14 +656,14 @@ TEST(CacheIndex, DataUnderEmptyKeysIsNeverMatched) {  // S57
 }
 
 TEST(CacheIndex, ChainMissUnderOtherSchemeIsUnknownHashScheme) {  // S59
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"b1", "b2"}, 16)}, "t", "m", "vllm"), t0);
   EXPECT_EQ(idx.lookup(chain_query({"b1", "b2"}, 16, "t", "m", "vllm-v1"), no_policy, t0).strategy,
             lookup_strategy::unknown_hash_scheme);
 }
 
 TEST(CacheIndex, AllClearedOfOnlyReplicaRemovesEveryPresence) {  // S60
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 10)}), t0);
   idx.apply_event(cleared("r"), t0);
   EXPECT_EQ(idx.tenant_keys("t"), 0);
@@ -672,7 +672,7 @@ TEST(CacheIndex, AllClearedOfOnlyReplicaRemovesEveryPresence) {  // S60
 }
 
 TEST(CacheIndex, ChainRequestsNeverGetTenantHot) {
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -683,7 +683,7 @@ TEST(CacheIndex, ChainRequestsNeverGetTenantHot) {
 // ------------------------------------------------------------ §6.4 distinguishing power
 
 TEST(CacheIndex, KeyHeldByEveryReplicaScoresZero) {  // S63
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r0", "r1", "r2"}) idx.ingest(update(r, {legacy("chat-template", 16)}), t0);
   auto r = idx.lookup(exact("chat-template"), no_policy, t0);
   ASSERT_EQ(r.scores.size(), 3u);
@@ -694,7 +694,7 @@ TEST(CacheIndex, KeyHeldByEveryReplicaScoresZero) {  // S63
 }
 
 TEST(CacheIndex, UniqueHolderGetsTwoThirds) {  // S64
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r0", {legacy("unique-rag-ctx", 64)}), t0);
   idx.ingest(update("r1", {legacy("other-prefix", 32)}), t0);
   idx.ingest(update("r2", {legacy("other-prefix", 32)}), t0);
@@ -703,7 +703,7 @@ TEST(CacheIndex, UniqueHolderGetsTwoThirds) {  // S64
 }
 
 TEST(CacheIndex, TwoOfThreeHoldersGetOneThird) {  // S65
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r0", {legacy("partial", 48)}), t0);
   idx.ingest(update("r1", {legacy("partial", 48)}), t0);
   idx.ingest(update("r2", {legacy("else", 16)}), t0);
@@ -714,13 +714,13 @@ TEST(CacheIndex, TwoOfThreeHoldersGetOneThird) {  // S65
 }
 
 TEST(CacheIndex, SingleReplicaHasNoPowerPenalty) {  // S66
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 64)}), t0);
   EXPECT_EQ(idx.lookup(exact("p"), no_policy, t0).scores.at(0).score.score, 64.0f);
 }
 
 TEST(CacheIndex, DepthAwarePowerOnChains) {  // S67
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r0", {chain({"b1", "b2", "b3", "b4"}, 64)}), t0);
   idx.ingest(update("r1", {chain({"b1", "b2"}, 64)}), t0);
   idx.ingest(update("r2", {chain({"b1"}, 64)}), t0);
@@ -733,7 +733,7 @@ TEST(CacheIndex, DepthAwarePowerOnChains) {  // S67
 }
 
 TEST(CacheIndex, ChainHeadHeldByAllScoresZero) {  // S68
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r0", "r1", "r2"}) idx.ingest(update(r, {chain({"head"}, 16)}), t0);
   auto r = idx.lookup(chain_query({"head"}, 16), no_policy, t0);
   ASSERT_EQ(r.scores.size(), 3u);
@@ -741,7 +741,7 @@ TEST(CacheIndex, ChainHeadHeldByAllScoresZero) {  // S68
 }
 
 TEST(CacheIndex, SingleReplicaChainScoresFullTokens) {  // S69
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"b1", "b2"}, 64)}), t0);
   EXPECT_EQ(idx.lookup(chain_query({"b1", "b2"}, 64), no_policy, t0).scores.at(0).score.score,
             128.0f);
@@ -771,12 +771,12 @@ TEST(CacheIndex, FreshnessIsLinearOverTtl) {
 // --------------------------------------------------------------------- §6.5 affinity
 
 TEST(CacheIndex, AffinityWithoutReplicasIsNone) {  // S71
-  cache_index idx;
+  combined_index idx;
   EXPECT_FALSE(idx.affinity_pick("t", "m", "vllm", "seed"));
 }
 
 TEST(CacheIndex, AffinityNeedsSchemeAndSeed) {  // S72
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 1)}), t0);
   EXPECT_FALSE(idx.affinity_pick("t", "m", "", "seed"));
   EXPECT_FALSE(idx.affinity_pick("t", "m", "vllm", ""));
@@ -784,7 +784,7 @@ TEST(CacheIndex, AffinityNeedsSchemeAndSeed) {  // S72
 }
 
 TEST(CacheIndex, AffinityCandidatesAreScopedByScheme) {  // S73
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r-vllm", {legacy("p", 1)}, "t", "m", "vllm"), t0);
   idx.ingest(update("r-sglang", {legacy("p", 1)}, "t", "m", "sglang"), t0);
   EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "s"), "r-vllm");
@@ -793,17 +793,17 @@ TEST(CacheIndex, AffinityCandidatesAreScopedByScheme) {  // S73
 }
 
 TEST(CacheIndex, AffinityIsStableForASeed) {  // S74, S75
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2", "r-3", "r-4"}) idx.ingest(update(r, {legacy("p", 1)}), t0);
   auto first = idx.affinity_pick("t", "m", "vllm", "some-seed");
   for (int i = 0; i < 100; ++i) EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "some-seed"), first);
-  cache_index one;
+  combined_index one;
   one.ingest(update("only", {legacy("p", 1)}), t0);
   EXPECT_EQ(one.affinity_pick("t", "m", "vllm", "anything"), "only");
 }
 
 TEST(CacheIndex, AffinitySpreadsRandomSeeds) {  // S76
-  cache_index idx;
+  combined_index idx;
   for (int i = 0; i < 8; ++i) idx.ingest(update("r" + std::to_string(i), {legacy("p", 1)}), t0);
   std::mt19937_64 rng(7);
   std::map<std::string, int> picks;
@@ -820,15 +820,15 @@ TEST(CacheIndex, AffinitySpreadsRandomSeeds) {  // S76
 }
 
 TEST(CacheIndex, AffinityIgnoresInsertionOrder) {  // S77
-  cache_index a;
-  cache_index b;
+  combined_index a;
+  combined_index b;
   for (auto r : {"r-1", "r-2", "r-3", "r-4"}) a.ingest(update(r, {legacy("p", 1)}), t0);
   for (auto r : {"r-4", "r-2", "r-1", "r-3"}) b.ingest(update(r, {legacy("p", 1)}), t0);
   EXPECT_EQ(a.affinity_pick("t", "m", "vllm", "x"), b.affinity_pick("t", "m", "vllm", "x"));
 }
 
 TEST(CacheIndex, AffinityMatchesDerivedCheckValues) {  // §3.10 table
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2", "r-3", "r-4"}) idx.ingest(update(r, {legacy("p", 1)}), t0);
   EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", "prompt-fingerprint"), "r-2");
   EXPECT_EQ(idx.affinity_pick("t", "m", "vllm", chain_affinity_seed({"identical-prompt-block"})),
@@ -843,7 +843,7 @@ TEST(CacheIndex, AffinityMatchesDerivedCheckValues) {  // §3.10 table
 // ------------------------------------------------------------- §6.6 adapter partition
 
 TEST(CacheIndex, AdapterPartitionsAreSeparate) {  // S91
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("replica-sql", {legacy("bytes", 128, 0, "sql-lora")}), t0);
   idx.ingest(update("replica-chat", {legacy("bytes", 128, 0, "chat-lora")}), t0);
   EXPECT_EQ(ids(idx.lookup(exact("bytes", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0)),
@@ -853,7 +853,7 @@ TEST(CacheIndex, AdapterPartitionsAreSeparate) {  // S91
 }
 
 TEST(CacheIndex, SameAdapterOnTwoReplicasMatchesBoth) {  // S92
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("a", {legacy("bytes", 128, 0, "sql-lora")}), t0);
   idx.ingest(update("b", {legacy("bytes", 128, 0, "sql-lora")}), t0);
   auto r = idx.lookup(exact("bytes", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0);
@@ -863,18 +863,18 @@ TEST(CacheIndex, SameAdapterOnTwoReplicasMatchesBoth) {  // S92
 }
 
 TEST(CacheIndex, DefaultAndLoraPartitionsDoNotMix) {  // S93
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 64)}), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.size(), 1u);
   EXPECT_TRUE(
       idx.lookup(exact("p", 0, "t", "m", "vllm", "sql-lora"), no_policy, t0).scores.empty());
-  cache_index rev;
+  combined_index rev;
   rev.ingest(update("r", {legacy("p", 64, 0, "sql-lora")}), t0);
   EXPECT_TRUE(rev.lookup(exact("p", 0, "t", "m", "vllm", ""), no_policy, t0).scores.empty());
 }
 
 TEST(CacheIndex, EntryAdapterOverridesUpdateAdapter) {  // S94
-  cache_index idx;
+  combined_index idx;
   auto u = update("r", {legacy("entry1", 64), legacy("entry2", 64, 0, "other-lora")});
   u.adapter_id = "default-lora";
   idx.ingest(u, t0);
@@ -884,7 +884,7 @@ TEST(CacheIndex, EntryAdapterOverridesUpdateAdapter) {  // S94
 }
 
 TEST(CacheIndex, ChainLookupStaysInAdapterPartition) {  // S95
-  cache_index idx;
+  combined_index idx;
   auto a = update("replica-sql", {chain({"b0", "b1"}, 64)});
   a.adapter_id = "sql-lora";
   auto b = update("replica-chat", {chain({"b0", "b1"}, 64)});
@@ -909,7 +909,7 @@ cache_event evicted(std::string replica, std::string hash, std::string adapter =
 }
 
 TEST(CacheIndex, PrefixEvictedWithAdapterKeepsOtherAdapters) {  // S96
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("replica-0", {legacy("p", 8, 0, "sql-lora"), legacy("p", 8, 0, "chat-lora")}),
              t0);
   idx.apply_event(evicted("replica-0", "p", "sql-lora"), t0);
@@ -918,7 +918,7 @@ TEST(CacheIndex, PrefixEvictedWithAdapterKeepsOtherAdapters) {  // S96
 }
 
 TEST(CacheIndex, PrefixEvictedWithoutAdapterRemovesAllPartitionsAndSchemes) {  // S97
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora"), legacy("p", 8)}), t0);
   idx.ingest(update("r", {legacy("p", 8)}, "t", "m", "sglang"), t0);
   auto res = idx.apply_event(evicted("r", "p"), t0);
@@ -927,14 +927,14 @@ TEST(CacheIndex, PrefixEvictedWithoutAdapterRemovesAllPartitionsAndSchemes) {  /
 }
 
 TEST(CacheIndex, AllClearedRemovesEveryAdapter) {  // S98
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora"), legacy("q", 8, 0, "chat-lora")}), t0);
   idx.apply_event(cleared("r"), t0);
   EXPECT_EQ(idx.facts().total_entries, 0);
 }
 
 TEST(CacheIndex, UnseenAdapterIsPlainMissButOtherSchemeIsUnknown) {  // S99
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 8, 0, "sql-lora")}), t0);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t", "m", "vllm", "never-seen-lora"), no_policy, t0).strategy,
             lookup_strategy::none);
@@ -945,7 +945,7 @@ TEST(CacheIndex, UnseenAdapterIsPlainMissButOtherSchemeIsUnknown) {  // S99
 // ------------------------------------------------------- §6.7 eviction, LFU, quota
 
 TEST(CacheIndex, TtlSweepRemovesExpiredEntries) {  // S102
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("t", with_ttl(minutes(10)));
   idx.ingest(update("r", {legacy("p", 8)}), t0);
   EXPECT_EQ(idx.entries_by_model().size(), 1u);
@@ -958,7 +958,7 @@ TEST(CacheIndex, TtlSweepRemovesExpiredEntries) {  // S102
 TEST(CacheIndex, GlobalCapEvictsOldestEntry) {  // S103
   index_options o;
   o.max_entries = 2;
-  cache_index idx(o);
+  combined_index idx(o);
   idx.ingest(update("r", {legacy("old", 8)}), t0);
   idx.ingest(update("r", {legacy("mid", 8)}), t0 + minute);
   auto res = idx.ingest(update("r", {legacy("new", 8)}), t0 + 2 * minute);
@@ -969,7 +969,7 @@ TEST(CacheIndex, GlobalCapEvictsOldestEntry) {  // S103
 }
 
 TEST(CacheIndex, EventsRemoveReplicaFromKeys) {  // S104
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r1", {legacy("p1", 8), legacy("p2", 8)}), t0);
   idx.ingest(update("r2", {legacy("p1", 8)}), t0);
   idx.apply_event(evicted("r1", "p1"), t0);
@@ -979,7 +979,7 @@ TEST(CacheIndex, EventsRemoveReplicaFromKeys) {  // S104
 }
 
 TEST(CacheIndex, PerTenantTtl) {  // S105
-  cache_index idx(index_options{1'000'000, hours(1)});
+  combined_index idx(index_options{1'000'000, hours(1)});
   idx.set_tenant_policy("tenant-short", with_ttl(minutes(5)));
   idx.ingest(update("r", {legacy("p", 8)}, "tenant-short"), t0);
   idx.ingest(update("r", {legacy("p", 8)}, "tenant-long"), t0);
@@ -991,7 +991,7 @@ TEST(CacheIndex, PerTenantTtl) {  // S105
 }
 
 TEST(CacheIndex, ZeroPolicyTtlFallsBackToGlobal) {  // S106
-  cache_index idx(index_options{1'000'000, hours(1)});
+  combined_index idx(index_options{1'000'000, hours(1)});
   idx.set_tenant_policy("t", with_ttl(std::chrono::nanoseconds(0)));
   idx.ingest(update("r", {legacy("p", 8)}), t0);
   idx.sweep(t0 + 30 * minute);
@@ -999,18 +999,18 @@ TEST(CacheIndex, ZeroPolicyTtlFallsBackToGlobal) {  // S106
   EXPECT_GT(freshness(t0 + 30 * minute, t0, hours(1)), 0.0f);
 }
 
-void credit_exact(cache_index& idx, const std::string& key, const policy::resolved_policy& pol,
+void credit_exact(combined_index& idx, const std::string& key, const policy::resolved_policy& pol,
                   int times, micros now, std::string_view tenant = "t") {
   for (int i = 0; i < times; ++i) {
     auto r = idx.lookup(exact(key, 0, tenant), pol, now);
-    idx.credit_lfu(r.scores);
+    idx.credit_lfu(tenant, r.scores);
   }
 }
 
 TEST(CacheIndex, LfuCapEvictsLeastUsed) {  // S107
   index_options o;
   o.max_entries = 3;
-  cache_index idx(o);
+  combined_index idx(o);
   idx.set_tenant_policy("t", lfu());
   idx.ingest(update("r", {legacy("hot", 8)}), t0);
   idx.ingest(update("r", {legacy("warm", 8)}), t0 + 1);
@@ -1026,7 +1026,7 @@ TEST(CacheIndex, LfuCapEvictsLeastUsed) {  // S107
 TEST(CacheIndex, LfuTieFallsBackToAge) {  // S108
   index_options o;
   o.max_entries = 2;
-  cache_index idx(o);
+  combined_index idx(o);
   idx.set_tenant_policy("t", lfu());
   idx.ingest(update("r", {legacy("older", 8)}), t0);
   idx.ingest(update("r", {legacy("newer", 8)}), t0 + minute);
@@ -1038,7 +1038,7 @@ TEST(CacheIndex, LfuTieFallsBackToAge) {  // S108
 std::string cap_victim(policy::eviction_mode mode) {
   index_options o;
   o.max_entries = 3;
-  cache_index idx(o);
+  combined_index idx(o);
   policy::resolved_policy pol;
   pol.eviction = mode;
   idx.set_tenant_policy("t", pol);
@@ -1061,7 +1061,7 @@ TEST(CacheIndex, CapVictimDependsOnAlgorithm) {  // S109
 }
 
 TEST(CacheIndex, CreditsAccumulateExactly) {  // S110
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("t", lfu());
   idx.ingest(update("r", {legacy("p", 8)}), t0);
   credit_exact(idx, "p", lfu(), 50 * 200, t0);
@@ -1069,7 +1069,7 @@ TEST(CacheIndex, CreditsAccumulateExactly) {  // S110
 }
 
 TEST(CacheIndex, OnlyLfuTenantsRecordHits) {  // S111
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("lfu-t", lfu());
   idx.ingest(update("r", {legacy("p", 8)}, "lru-t"), t0);
   idx.ingest(update("r", {legacy("p", 8)}, "lfu-t"), t0);
@@ -1080,7 +1080,7 @@ TEST(CacheIndex, OnlyLfuTenantsRecordHits) {  // S111
 }
 
 TEST(CacheIndex, ReingestKeepsAccessCount) {  // S112
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("t", lfu());
   idx.ingest(update("r", {legacy("p", 8)}), t0);
   credit_exact(idx, "p", lfu(), 3, t0);
@@ -1089,12 +1089,12 @@ TEST(CacheIndex, ReingestKeepsAccessCount) {  // S112
 }
 
 TEST(CacheIndex, ChainCreditHitsEveryBlockOfTheRun) {  // S113
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_policy("t", lfu());
   idx.ingest(update("r", {chain({"b1", "b2", "b3", "x4"}, 16)}), t0);
   for (int i = 0; i < 2; ++i) {
     auto r = idx.lookup(chain_query({"b1", "b2", "b3"}, 16), lfu(), t0);
-    idx.credit_lfu(r.scores);
+    idx.credit_lfu("t", r.scores);
   }
   for (auto b : {"b1", "b2", "b3"}) {
     EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", b, "r")->access_count, 2) << b;
@@ -1105,18 +1105,18 @@ TEST(CacheIndex, ChainCreditHitsEveryBlockOfTheRun) {  // S113
 TEST(CacheIndex, EvictionCountersByAlgorithmAndReason) {  // S114
   index_options o;
   o.max_entries = 1;
-  cache_index lfu_idx(o);
+  combined_index lfu_idx(o);
   lfu_idx.set_tenant_policy("t", lfu());
   lfu_idx.ingest(update("r", {legacy("a", 8)}), t0);
   EXPECT_EQ(lfu_idx.ingest(update("r", {legacy("b", 8)}), t0 + 1).cap_evicted_lfu, 1);
   EXPECT_EQ(lfu_idx.sweep(t0 + 31 * minute).entries_removed_lfu, 1);
-  cache_index lru_idx(o);
+  combined_index lru_idx(o);
   lru_idx.ingest(update("r", {legacy("a", 8)}), t0);
   EXPECT_EQ(lru_idx.ingest(update("r", {legacy("b", 8)}), t0 + 1).cap_evicted_lru, 1);
 }
 
 TEST(CacheIndex, QuotaEvictsWholeOldestKey) {  // S115
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_quota("t", 2);
   std::int64_t evicted_keys = 0;
   evicted_keys += idx.ingest(update("r1", {legacy("a", 8)}), t0).quota_evicted_keys;
@@ -1131,7 +1131,7 @@ TEST(CacheIndex, QuotaEvictsWholeOldestKey) {  // S115
 }
 
 TEST(CacheIndex, QuotaEvictsInAgeOrder) {  // S116
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_quota("t", 3);
   std::int64_t n = 0;
   int i = 0;
@@ -1145,7 +1145,7 @@ TEST(CacheIndex, QuotaEvictsInAgeOrder) {  // S116
 }
 
 TEST(CacheIndex, QuotaUnderLimitOrOtherTenantEvictsNothing) {  // S117
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_quota("t", 10);
   idx.set_tenant_quota("other", 1);
   for (auto k : {"a", "b", "c"}) idx.ingest(update("r", {legacy(k, 8)}), t0);
@@ -1155,7 +1155,7 @@ TEST(CacheIndex, QuotaUnderLimitOrOtherTenantEvictsNothing) {  // S117
 }
 
 TEST(CacheIndex, QuotaOnlyAffectsItsTenant) {  // S118
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_quota("team-a", 2);
   int i = 0;
   for (auto k : {"a", "b", "c", "d"}) {
@@ -1167,7 +1167,7 @@ TEST(CacheIndex, QuotaOnlyAffectsItsTenant) {  // S118
 }
 
 TEST(CacheIndex, ZeroQuotaAdmitsNothing) {  // S119
-  cache_index idx;
+  combined_index idx;
   idx.set_tenant_quota("t", 0);
   auto res = idx.ingest(update("r", {legacy("a", 8), legacy("b", 8)}), t0);
   EXPECT_EQ(res.quota_evicted_keys, 2);
@@ -1191,7 +1191,7 @@ TEST(CacheIndex, QuotaTieBreaksOnSmallerKey) {  // S120
       {mk("m", "s", "", "pb"), mk("m", "s", "", "pa"), "m", "s", "", "pa"},
   };
   for (const auto& c : cases) {
-    cache_index idx;
+    combined_index idx;
     idx.set_tenant_quota("t", 1);
     idx.ingest(c.first, t0);
     idx.ingest(c.second, t0);
@@ -1205,7 +1205,7 @@ TEST(CacheIndex, QuotaTieBreaksOnSmallerKey) {  // S120
 TEST(CacheIndex, ReservedTenantIsOutsideCapAndAggregates) {  // S121
   index_options o;
   o.max_entries = 1;
-  cache_index idx(o);
+  combined_index idx(o);
   idx.ingest(update("__probe-x", {legacy("probe", 16)}, std::string(reserved_tenant)), t0, nullptr,
              input_origin::probe);
   idx.ingest(update("r", {legacy("real", 8)}), t0 + 1);
@@ -1225,7 +1225,7 @@ TEST(CacheIndex, ReservedTenantIsOutsideCapAndAggregates) {  // S121
 TEST(CacheIndex, CapOrderBreaksTiesByTenantThenKeyThenReplica) {
   index_options o;
   o.max_entries = 3;
-  cache_index idx(o);
+  combined_index idx(o);
   idx.ingest(update("r2", {legacy("k", 8)}, "tb"), t0);
   idx.ingest(update("r1", {legacy("k", 8)}, "tb"), t0);
   idx.ingest(update("r1", {legacy("k", 8)}, "ta"), t0);
@@ -1239,7 +1239,7 @@ TEST(CacheIndex, CapOrderBreaksTiesByTenantThenKeyThenReplica) {
 TEST(CacheIndex, CapStaysExactAcrossManyOverCapIngests) {
   index_options o;
   o.max_entries = 100;
-  cache_index idx(o);
+  combined_index idx(o);
   for (int i = 0; i < 1000; ++i) {
     idx.ingest(update("r" + std::to_string(i % 3), {legacy("k" + std::to_string(i), 8)}), t0 + i);
   }
@@ -1253,7 +1253,7 @@ TEST(CacheIndex, CapStaysExactAcrossManyOverCapIngests) {
 // ------------------------------------------------------------ producer / state views
 
 TEST(CacheIndex, GetCacheStateReportsStatsAndKeys) {  // H10
-  cache_index idx;
+  combined_index idx;
   auto u = update("replica-a", {legacy("p", 10)});
   replica_stats s = stats(0.5f, 0.0f, 2048);
   s.t2_hit_tokens = 600;
@@ -1270,7 +1270,7 @@ TEST(CacheIndex, GetCacheStateReportsStatsAndKeys) {  // H10
 }
 
 TEST(CacheIndex, ReservedTenantProducerInputIsRefused) {  // H11
-  cache_index idx;
+  combined_index idx;
   std::string probe(reserved_tenant);
   idx.ingest(update("__probe", {legacy("p", 16)}, probe), t0, nullptr, input_origin::probe);
   auto res = idx.ingest(update("x", {legacy("q", 16)}, probe), t0);
@@ -1287,7 +1287,7 @@ TEST(CacheIndex, ReservedTenantProducerInputIsRefused) {  // H11
 }
 
 TEST(CacheIndex, PublishedEvictionLeavesOtherHolder) {  // H12
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("a", {legacy("p", 10)}), t0);
   idx.ingest(update("b", {legacy("p", 10)}), t0);
   idx.apply_event(evicted("a", "p"), t0);
@@ -1295,7 +1295,7 @@ TEST(CacheIndex, PublishedEvictionLeavesOtherHolder) {  // H12
 }
 
 TEST(CacheIndex, ColdStartCarveOutCountsReservedTenant) {  // §7.7
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("__probe", {legacy("p", 16)}, std::string(reserved_tenant)), t0, nullptr,
              input_origin::probe);
   EXPECT_EQ(idx.lookup(exact("p", 0, "t"), no_policy, t0).strategy,
@@ -1303,7 +1303,7 @@ TEST(CacheIndex, ColdStartCarveOutCountsReservedTenant) {  // §7.7
 }
 
 TEST(CacheIndex, UnknownTierValuesReportUnspecified) {  // H4 (index part)
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r99", {legacy("p", 128, 99)}), t0);
   idx.ingest(update("rneg", {legacy("q", 128, -1)}), t0);
   idx.ingest(update("r2", {legacy("s", 128, 2)}), t0);
@@ -1313,7 +1313,7 @@ TEST(CacheIndex, UnknownTierValuesReportUnspecified) {  // H4 (index part)
 }
 
 TEST(CacheIndex, ZeroTimestampMeansNowAndExplicitTimestampIsTrusted) {
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 8)}), t0);
   idx.ingest(update("r", {legacy("q", 8)}, "t", "m", "vllm", t0 - 40 * minute), t0);
   EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "p", "r")->last_seen, t0);
@@ -1321,14 +1321,14 @@ TEST(CacheIndex, ZeroTimestampMeansNowAndExplicitTimestampIsTrusted) {
 }
 
 TEST(CacheIndex, EmptyPrefixHashIsIndexedUnderEmptyKey) {  // §7.6
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("", 8)}), t0);
   EXPECT_EQ(idx.tenant_keys("t"), 1);
   EXPECT_EQ(idx.lookup(exact(""), no_policy, t0).strategy, lookup_strategy::prefix_match);
 }
 
 TEST(CacheIndex, EightByteAndOtherLengthHashesBothWork) {
-  cache_index idx;
+  combined_index idx;
   std::string h8("\x01\x02\x03\x04\x05\x06\x07\x08", 8);
   std::string h32(32, 'x');
   idx.ingest(update("r", {chain({h8, h32}, 16)}), t0);
@@ -1342,7 +1342,7 @@ TEST(CacheIndex, EightByteAndOtherLengthHashesBothWork) {
 // ------------------------------------------------------------- changes for observers
 
 TEST(CacheIndex, ChangesReportAdditionsOnlyOnCreation) {
-  cache_index idx;
+  combined_index idx;
   change_log log;
   idx.ingest(update("r", {chain({"b1", "b2"}, 16)}), t0, &log);
   ASSERT_EQ(log.size(), 2u);
@@ -1359,7 +1359,7 @@ TEST(CacheIndex, ChangesReportAdditionsOnlyOnCreation) {
 TEST(CacheIndex, ChangesReportEvictionCauses) {
   index_options o;
   o.max_entries = 2;
-  cache_index idx(o);
+  combined_index idx(o);
   change_log log;
   idx.ingest(update("r", {legacy("a", 8), legacy("b", 8)}), t0, &log);
   idx.ingest(update("r", {legacy("c", 8)}), t0 + 5, &log);
@@ -1385,7 +1385,7 @@ TEST(CacheIndex, ChangesReportEvictionCauses) {
 }
 
 TEST(CacheIndex, ChangesReportClearsAndReplicaUpdates) {
-  cache_index idx;
+  combined_index idx;
   change_log log;
   auto u = update("r", {legacy("a", 8)});
   u.stats = stats(0.5f);
@@ -1402,7 +1402,7 @@ TEST(CacheIndex, ChangesReportClearsAndReplicaUpdates) {
 }
 
 TEST(CacheIndex, ReservedTenantChangesAreNotRecorded) {
-  cache_index idx;
+  combined_index idx;
   change_log log;
   idx.ingest(update("__probe", {legacy("p", 16)}, std::string(reserved_tenant)), t0, &log,
              input_origin::probe);
@@ -1410,7 +1410,7 @@ TEST(CacheIndex, ReservedTenantChangesAreNotRecorded) {
 }
 
 TEST(CacheIndex, SnapshotAggregatesPerTenantReplica) {
-  cache_index idx;
+  combined_index idx;
   auto u = update("r1", {legacy("a", 8), legacy("b", 8)}, "team-a");
   u.stats = stats(0.5f, 0.1f, 100);
   idx.ingest(u, t0);
@@ -1436,7 +1436,7 @@ TEST(CacheIndex, SnapshotAggregatesPerTenantReplica) {
 TEST(CacheIndex, MemoryPerSingleReplicaEntryStaysCompact) {
   index_options o;
   o.max_entries = 0;
-  cache_index idx(o);
+  combined_index idx(o);
   constexpr int n = 20000;
   for (int i = 0; i < n; ++i) {
     std::string h(8, '\0');
@@ -1459,7 +1459,7 @@ namespace {
 // The server gives LFU credit after the lookup, possibly after later mutations: a credit whose
 // key slot was freed and reused by another key must not land on the new key.
 TEST(CacheIndex, StaleLfuCreditSkipsARecycledKeySlot) {
-  cache_index idx;
+  combined_index idx;
   policy::resolved_policy lfu_policy;
   lfu_policy.eviction = policy::eviction_mode::lfu;
   idx.set_tenant_policy("t", lfu_policy);
@@ -1471,11 +1471,11 @@ TEST(CacheIndex, StaleLfuCreditSkipsARecycledKeySlot) {
   // r1 is cleared (key "a" freed) and then reports "b", which takes the freed slot.
   idx.apply_event(cleared("r1"), t + 1);
   idx.ingest(update("r1", {legacy("b", 8)}), t + 2);
-  idx.credit_lfu(looked.scores);
+  idx.credit_lfu("t", looked.scores);
   ASSERT_TRUE(idx.find_entry("t", "m", "vllm", "", "b", "r1").has_value());
   EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b", "r1")->access_count, 0);
   // A fresh credit still counts.
-  idx.credit_lfu(idx.lookup(exact("b", 8), lfu_policy, t + 3).scores);
+  idx.credit_lfu("t", idx.lookup(exact("b", 8), lfu_policy, t + 3).scores);
   EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "b", "r1")->access_count, 1);
 }
 

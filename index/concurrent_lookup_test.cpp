@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 
 namespace ic::index {
 namespace {
@@ -26,7 +26,7 @@ std::string describe(const index_lookup_result& r) {
 }
 
 TEST(ConcurrentLookup, ThreadsSeeTheSingleThreadedAnswers) {
-  cache_index idx;
+  combined_index idx;
   // 3 tenants x 40 chains x 16 blocks, each chain held by 1-4 of 8 replicas (prefix lengths vary).
   for (int t = 0; t < 3; ++t) {
     for (int c = 0; c < 40; ++c) {

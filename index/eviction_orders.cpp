@@ -1,6 +1,6 @@
-// tenant_partition's eviction orders without re-sorting (§4.5 quota, §4.6 cap): lazy
+// tenant_index's eviction orders without re-sorting (§4.5 quota, §4.6 cap): lazy
 // bucket maps of run-length key refs, prepared (expanded, filtered, sorted) on first use.
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@ using namespace partition_detail;
 
 // ----------------------------------------------------------------------- eviction orders
 
-bool tenant_partition::key_less(std::uint32_t a, std::uint32_t b) const {
+bool tenant_index::key_less(std::uint32_t a, std::uint32_t b) const {
   const key_record& ka = records_[a];
   const key_record& kb = records_[b];
   const part_info& pa = parts_[part_id(ka)];
@@ -29,7 +29,7 @@ bool tenant_partition::key_less(std::uint32_t a, std::uint32_t b) const {
   return key_bytes(ka) < key_bytes(kb);
 }
 
-void tenant_partition::push_cap_ref(std::uint32_t key, std::uint32_t count, micros ts) {
+void tenant_index::push_cap_ref(std::uint32_t key, std::uint32_t count, micros ts) {
   const std::pair<std::uint32_t, micros> bk{count, ts};
   if (last_cap_bucket_ == nullptr || last_cap_key_ != bk) {
     last_cap_bucket_ = &cap_order_[bk];
@@ -41,7 +41,7 @@ void tenant_partition::push_cap_ref(std::uint32_t key, std::uint32_t count, micr
   if (add_run(last_cap_bucket_->refs, key)) ++cap_refs_;
 }
 
-void tenant_partition::rebuild_cap_order() {
+void tenant_index::rebuild_cap_order() {
   cap_order_.clear();
   cap_refs_ = 0;
   last_cap_bucket_ = nullptr;
@@ -56,7 +56,7 @@ void tenant_partition::rebuild_cap_order() {
   }
 }
 
-void tenant_partition::prepare_cap_bucket(
+void tenant_index::prepare_cap_bucket(
     std::map<std::pair<std::uint32_t, micros>, order_bucket>::iterator it) {
   order_bucket& b = it->second;
   const auto [count, ts] = it->first;
@@ -88,7 +88,7 @@ void tenant_partition::prepare_cap_bucket(
   b.dirty = false;
 }
 
-std::optional<cap_candidate> tenant_partition::peek_cap_victim() {
+std::optional<cap_candidate> tenant_index::peek_cap_victim() {
   while (!cap_order_.empty()) {
     auto it = cap_order_.begin();
     order_bucket& b = it->second;
@@ -113,7 +113,7 @@ std::optional<cap_candidate> tenant_partition::peek_cap_victim() {
   return std::nullopt;
 }
 
-void tenant_partition::evict_cap_victim(const cap_candidate& v, micros ts, change_log* changes) {
+void tenant_index::evict_cap_victim(const cap_candidate& v, micros ts, change_log* changes) {
   key_record& k = records_[v.key];
   const entry_span e = entries_of(k);
   for (std::uint32_t i = 0; i < size_of(k); ++i) {
@@ -125,13 +125,13 @@ void tenant_partition::evict_cap_victim(const cap_candidate& v, micros ts, chang
   if (!cap_order_.empty()) ++cap_order_.begin()->second.cursor;
 }
 
-void tenant_partition::push_quota_ref(std::uint32_t key) {
+void tenant_index::push_quota_ref(std::uint32_t key) {
   order_bucket& b = quota_order_[key_age(records_[key])];
   b.dirty = true;
   if (add_run(b.refs, key)) ++quota_refs_;
 }
 
-void tenant_partition::rebuild_quota_order() {
+void tenant_index::rebuild_quota_order() {
   quota_order_.clear();
   quota_refs_ = 0;
   if (!quota_) return;
@@ -140,7 +140,7 @@ void tenant_partition::rebuild_quota_order() {
   }
 }
 
-void tenant_partition::enforce_quota(micros ts, change_log* changes, ingest_result& result) {
+void tenant_index::enforce_quota(micros ts, change_log* changes, ingest_result& result) {
   if (!quota_) return;
   while (keys_ > *quota_ && !quota_order_.empty()) {
     auto it = quota_order_.begin();

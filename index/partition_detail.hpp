@@ -1,4 +1,4 @@
-// Internal to index/: small helpers of tenant_partition's files (tenant_partition.cpp,
+// Internal to index/: small helpers of tenant_index's files (tenant_index.cpp,
 // eviction_orders.cpp, tenant_lookup.cpp, tenant_views.cpp): key hashing and the slot
 // layout of the key table, saturating ages, run-length key refs, sort keys.
 #pragma once
@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 namespace ic::index::partition_detail {
 
@@ -130,7 +130,7 @@ inline void sort_scores(std::vector<scored_replica>& v) {
 namespace ic::index {
 
 template <class Same>
-inline std::uint32_t tenant_partition::probe_slots(std::uint64_t h, Same same,
+inline std::uint32_t tenant_index::probe_slots(std::uint64_t h, Same same,
                                                    std::size_t& at) const {
   const std::size_t mask = slots_.size() - 1;
   const std::uint32_t tag = partition_detail::slot_tag_of(h);

@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/route_lookup.hpp"
 #include "index/test_support.hpp"
 
@@ -25,8 +25,8 @@ TEST(Replay, SameInputsGiveSameStateAndAnswers) {
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     index_options o;
     o.max_entries = 60;
-    cache_index a(o);
-    cache_index b(o);
+    combined_index a(o);
+    combined_index b(o);
     generator g(seed);
     std::map<std::string, policy::resolved_policy> policies;
     for (int step = 0; step < 3000; ++step) {
@@ -107,7 +107,7 @@ struct dumped_entry {
   std::int64_t access = 0;
 };
 
-std::vector<dumped_entry> entries_of(const cache_index& idx) {
+std::vector<dumped_entry> entries_of(const combined_index& idx) {
   std::vector<dumped_entry> out;
   for (const auto& line : idx.canonical_dump()) {
     if (line.rfind("E|", 0) != 0) continue;
@@ -118,7 +118,7 @@ std::vector<dumped_entry> entries_of(const cache_index& idx) {
   return out;
 }
 
-void evict_from_oracle(cache_index& oracle, const dumped_entry& e, micros now) {
+void evict_from_oracle(combined_index& oracle, const dumped_entry& e, micros now) {
   cache_event ev;
   ev.type = static_cast<int>(event_type::prefix_evicted);
   ev.tenant_id = e.tenant;
@@ -129,7 +129,7 @@ void evict_from_oracle(cache_index& oracle, const dumped_entry& e, micros now) {
 }
 
 /// Checks a random chain lookup against a naive per-replica walk over `find_entry`.
-void check_chain_walk(const cache_index& idx, generator& g,
+void check_chain_walk(const combined_index& idx, generator& g,
                       std::map<std::string, bool>& lfu_tenant) {
   index_lookup_request q;
   const std::string tenant = g.tenant();
@@ -183,8 +183,8 @@ TEST(Replay, IncrementalQuotaAndCapOrdersMatchBruteForce) {
     capped.max_entries = cap;
     index_options unbounded;
     unbounded.max_entries = 0;
-    cache_index idx(capped);
-    cache_index oracle(unbounded);
+    combined_index idx(capped);
+    combined_index oracle(unbounded);
     std::map<std::string, bool> lfu_tenant = {{"t0", false}, {"t1", true}, {"t2", false}};
     const std::map<std::string, std::int64_t> quota = {{"t2", 12}};
     for (const auto& [t, is_lfu] : lfu_tenant) {

@@ -197,12 +197,12 @@ route_plan plan_route(const lookup_route_request& r, const policy::resolved_poli
   return plan;
 }
 
-route_decision decide_route(const cache_index& index, const lookup_route_request& r,
-                            const route_plan& plan, const policy::resolved_policy& pol,
-                            micros now) {
+route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
+                            const lookup_route_request& r, const route_plan& plan,
+                            const policy::resolved_policy& pol, micros now) {
   route_decision d;
   // H9: index lookup.
-  index_lookup_result res = index.lookup(plan.index_request, pol, now);
+  index_lookup_result res = lookup_tenant(tenant, total_keys, plan.index_request, pol, now);
   // H10: strategy gate.
   if (res.strategy == lookup_strategy::tenant_hot && !pol.enable_tenant_hot) {
     res = index_lookup_result{};
@@ -242,7 +242,7 @@ route_decision decide_route(const cache_index& index, const lookup_route_request
       seed = plan.index_request.exact_key;
     }
     if (!seed.empty()) {
-      if (auto pick = index.affinity_pick(r.tenant_id, r.model_id, r.hash_scheme, seed)) {
+      if (auto pick = affinity_pick(tenant, r.model_id, r.hash_scheme, seed)) {
         d.response.reason_code = std::string(reason::affinity_hint);
         replica_score s;
         s.replica_id = std::move(*pick);
@@ -262,8 +262,8 @@ route_decision decide_route(const cache_index& index, const lookup_route_request
   return d;
 }
 
-void commit_route(cache_index& index, const route_decision& decision) {
-  if (!decision.credit.empty()) index.credit_lfu(decision.credit);
+void commit_route(tenant_index& tenant, const route_decision& decision) {
+  if (!decision.credit.empty()) tenant.credit_lfu(decision.credit);
 }
 
 lookup_route_response timeout_response(const route_plan& plan) {
@@ -271,16 +271,6 @@ lookup_route_response timeout_response(const route_plan& plan) {
   r.reason_code = std::string(reason::timeout);
   r.token_ids = plan.echo_tokens;
   return r;
-}
-
-lookup_route_response route_lookup(cache_index& index, const lookup_route_request& request,
-                                   const policy::resolved_policy& policy, micros now,
-                                   const route_options& options) {
-  route_plan plan = plan_route(request, policy, options);
-  if (plan.early) return std::move(*plan.early);
-  route_decision d = decide_route(index, request, plan, policy, now);
-  commit_route(index, d);
-  return std::move(d.response);
 }
 
 }  // namespace ic::index

@@ -1,4 +1,4 @@
-// The LookupRoute handler steps H0–H14 of spec/lookup.md §3.1 over a `cache_index`.
+// The LookupRoute handler steps H0–H14 of spec/lookup.md §3.1 over one `tenant_index`.
 //
 // The decision is split so the caller can run the index part under a deadline and still
 // honour the contract that a TIMEOUT never credits LFU:
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/fingerprint.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
@@ -89,21 +89,15 @@ std::int64_t effective_prefix_tokens(const resolved_input& in);
 route_plan plan_route(const lookup_route_request& request, const policy::resolved_policy& policy,
                       const route_options& options = {});
 
-/// Runs H9–H12 and H14 on a plan without `early`; does not mutate the index.
-route_decision decide_route(const cache_index& index, const lookup_route_request& request,
-                            const route_plan& plan, const policy::resolved_policy& policy,
-                            micros now);
-
+/// Runs H9–H12 and H14 on a plan without `early` over the request's tenant (`tenant`,
+/// nullptr when it holds nothing) and every tenant's distinct keys `total_keys` (the miss
+/// classifier's cold-start carve-out); does not mutate the index.
+route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
+                            const lookup_route_request& request, const route_plan& plan,
+                            const policy::resolved_policy& policy, micros now);
 /// Runs H13: credits the LFU hits of a decision (no-op unless PREFIX_MATCH in an LFU tenant).
-void commit_route(cache_index& index, const route_decision& decision);
-
+void commit_route(tenant_index& tenant, const route_decision& decision);
 /// Returns the TIMEOUT response of a plan (token echo, no adapter echo, no scores).
 lookup_route_response timeout_response(const route_plan& plan);
-
-/// Runs every step without a deadline and returns the response (latency left 0). For tests
-/// (the server runs the steps itself, with its deadline between decide and commit).
-lookup_route_response route_lookup(cache_index& index, const lookup_route_request& request,
-                                   const policy::resolved_policy& policy, micros now,
-                                   const route_options& options = {});
 
 }  // namespace ic::index

@@ -47,7 +47,7 @@ std::vector<std::uint32_t> tokens(std::uint32_t from, std::uint32_t n) {
 }
 
 /// Ingests `toks` the way the kvevent-subscriber does: one legacy entry per block.
-void subscriber_ingest(cache_index& idx, const std::string& replica,
+void subscriber_ingest(combined_index& idx, const std::string& replica,
                        const std::vector<std::uint32_t>& toks, int block_size = 16,
                        std::string adapter = "", std::int32_t tier = 1) {
   auto chain = fingerprint_chain(toks.data(), toks.size(), block_size);
@@ -68,7 +68,7 @@ policy::resolved_policy policy_with(std::function<void(policy::resolved_policy&)
 // ------------------------------------------------------------------------ §6.5 affinity
 
 TEST(RouteLookup, NovelChainGetsAffinityHint) {  // S78
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2", "r-3"}) {
     auto u = update(r, {legacy(std::string("own-") + r, 32)});
     u.stats = stats(0.0f);
@@ -81,7 +81,7 @@ TEST(RouteLookup, NovelChainGetsAffinityHint) {  // S78
 }
 
 TEST(RouteLookup, AffinityDisabledGivesNoHint) {  // S79
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r-1", {legacy("x", 32)}), t0);
   auto pol = policy_with([](auto& p) { p.affinity_routing = false; });
   auto resp = route_lookup(idx, chain_req({"block-A"}, 16), pol, t0);
@@ -90,12 +90,12 @@ TEST(RouteLookup, AffinityDisabledGivesNoHint) {  // S79
 }
 
 TEST(RouteLookup, EmptyIndexHasNoAffinityCandidate) {  // S80
-  cache_index idx;
+  combined_index idx;
   EXPECT_EQ(route_lookup(idx, chain_req({"block"}, 16), no_policy, t0).reason_code, "NO_HINT");
 }
 
 TEST(RouteLookup, RequestWithoutSeedGetsNoHint) {  // S81
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r-1", {legacy("x", 32)}), t0);
   auto resp = route_lookup(idx, req(), no_policy, t0);
   EXPECT_EQ(resp.reason_code, "NO_HINT");
@@ -103,7 +103,7 @@ TEST(RouteLookup, RequestWithoutSeedGetsNoHint) {  // S81
 }
 
 TEST(RouteLookup, AffinityIsStableAcrossRequests) {  // S82
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2", "r-3", "r-4"}) idx.ingest(update(r, {legacy("x", 32)}), t0);
   auto first = route_lookup(idx, chain_req({"identical-prompt-block"}, 16), no_policy, t0);
   ASSERT_EQ(first.replica_scores.size(), 1u);
@@ -115,7 +115,7 @@ TEST(RouteLookup, AffinityIsStableAcrossRequests) {  // S82
 }
 
 TEST(RouteLookup, AffinityHintCarriesZeroFields) {  // S83
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2"}) idx.ingest(update(r, {legacy("x", 32)}), t0);
   auto resp = route_lookup(idx, chain_req({"block"}, 16), no_policy, t0);
   EXPECT_EQ(resp.reason_code, "AFFINITY_HINT");
@@ -128,7 +128,7 @@ TEST(RouteLookup, AffinityHintCarriesZeroFields) {  // S83
 }
 
 TEST(RouteLookup, MinPrefixWithAffinityStillHints) {  // S84, S85
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2", "r-3"}) idx.ingest(update(r, {legacy("x", 32)}), t0);
   auto pol = policy_with([](auto& p) { p.minimum_prefix_tokens = 1024; });
   EXPECT_EQ(route_lookup(idx, chain_req({"tiny-prompt"}, 8), pol, t0).reason_code, "AFFINITY_HINT");
@@ -137,7 +137,7 @@ TEST(RouteLookup, MinPrefixWithAffinityStillHints) {  // S84, S85
 }
 
 TEST(RouteLookup, UnknownSchemeBeatsAffinity) {  // S86
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r-1", {legacy("x", 32)}), t0);
   auto pol = policy_with([](auto& p) { p.minimum_prefix_tokens = 1024; });
   auto resp = route_lookup(idx, chain_req({"c"}, 8, "sglang"), pol, t0);
@@ -146,7 +146,7 @@ TEST(RouteLookup, UnknownSchemeBeatsAffinity) {  // S86
 }
 
 TEST(RouteLookup, MinPrefixDowngradeFallsToAffinity) {  // S87
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r-1", {legacy("deep", 64)}), t0);
   auto pol = policy_with([](auto& p) {
     p.minimum_prefix_tokens = 1024;
@@ -160,7 +160,7 @@ TEST(RouteLookup, MinPrefixDowngradeFallsToAffinity) {  // S87
 }
 
 TEST(RouteLookup, TenantHotDowngradeFallsToAffinity) {  // S88
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm-r", {legacy("warm-prefix", 256)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -169,7 +169,7 @@ TEST(RouteLookup, TenantHotDowngradeFallsToAffinity) {  // S88
 }
 
 TEST(RouteLookup, CountsOnlyChainFailsOpenWithoutAffinity) {  // S89, H51
-  cache_index idx;
+  combined_index idx;
   for (auto r : {"r-1", "r-2"}) {
     auto u = update(r, {legacy("x", 32)});
     u.stats = stats(0.9f);
@@ -186,7 +186,7 @@ TEST(RouteLookup, CountsOnlyChainFailsOpenWithoutAffinity) {  // S89, H51
 }
 
 TEST(RouteLookup, MissingTenantModelOrSchemeNeverHints) {  // S90
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("x", 32)}, ""), t0);
   idx.ingest(update("r", {legacy("x", 32)}, "t", ""), t0);
   idx.ingest(update("r", {legacy("x", 32)}, "t", "m", ""), t0);
@@ -200,7 +200,7 @@ TEST(RouteLookup, MissingTenantModelOrSchemeNeverHints) {  // S90
 // ------------------------------------------------------------------ §6.6 adapters
 
 TEST(RouteLookup, AdapterPartitionsMatchAndEcho) {  // S100
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1, 128);
   subscriber_ingest(idx, "r1", toks, 128, "sql-lora");
   subscriber_ingest(idx, "r2", toks, 128, "chat-lora");
@@ -220,7 +220,7 @@ TEST(RouteLookup, AdapterPartitionsMatchAndEcho) {  // S100
 }
 
 TEST(RouteLookup, DefaultAdapterChainMatches) {  // S101
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1, 128);
   subscriber_ingest(idx, "r1", toks, 128);
   auto resp = route_lookup(
@@ -232,7 +232,7 @@ TEST(RouteLookup, DefaultAdapterChainMatches) {  // S101
 // ----------------------------------------------------------------- §6.8 handler rows
 
 TEST(RouteLookup, EmptyIndexModelOnlyIsNoHint) {  // H1
-  cache_index idx;
+  combined_index idx;
   lookup_route_request r;
   r.model_id = "m";
   auto resp = route_lookup(idx, r, no_policy, t0);
@@ -241,7 +241,7 @@ TEST(RouteLookup, EmptyIndexModelOnlyIsNoHint) {  // H1
 }
 
 TEST(RouteLookup, ExactHitIsPrefixMatchT1) {  // H2, H9
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r1", {legacy("p", 128)}), t0);
   auto resp = route_lookup(idx, exact_req("p", 128), no_policy, t0);
   EXPECT_EQ(resp.reason_code, "PREFIX_MATCH");
@@ -251,7 +251,7 @@ TEST(RouteLookup, ExactHitIsPrefixMatchT1) {  // H2, H9
 }
 
 TEST(RouteLookup, WarmReplicaIsTenantHot) {  // H3
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.8f);
   idx.ingest(u, t0);
@@ -265,7 +265,7 @@ TEST(RouteLookup, WarmReplicaIsTenantHot) {  // H3
 TEST(RouteLookup, TiersNormaliseAtIngest) {  // H4
   const std::pair<std::int32_t, std::int32_t> cases[] = {{1, 1}, {2, 2}, {0, 1}, {99, 0}, {-1, 0}};
   for (auto [wire, want] : cases) {
-    cache_index idx;
+    combined_index idx;
     idx.ingest(update("r", {legacy("p", 128, wire)}), t0);
     auto resp = route_lookup(idx, exact_req("p", 128), no_policy, t0);
     ASSERT_EQ(resp.replica_scores.size(), 1u) << wire;
@@ -274,14 +274,14 @@ TEST(RouteLookup, TiersNormaliseAtIngest) {  // H4
 }
 
 TEST(RouteLookup, EmptySchemeIsNoHint) {  // H5
-  cache_index idx;
+  combined_index idx;
   idx.ingest(stats_only("warm", stats(0.9f)), t0);
   auto r = req("t", "m", "");
   EXPECT_EQ(route_lookup(idx, r, no_policy, t0).reason_code, "NO_HINT");
 }
 
 TEST(RouteLookup, TightSloRaisesScore) {  // H6
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 128)}), t0);
   auto tight = exact_req("p", 128);
   tight.slo_target = slo{50, 0};
@@ -293,7 +293,7 @@ TEST(RouteLookup, TightSloRaisesScore) {  // H6
 }
 
 TEST(RouteLookup, ReservedTenantShortCircuits) {  // H11
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("__probe", {legacy("p", 128)}, std::string(reserved_tenant)), t0, nullptr,
              input_origin::probe);
   auto r = exact_req("p", 128, std::string(reserved_tenant));
@@ -306,7 +306,7 @@ TEST(RouteLookup, ReservedTenantShortCircuits) {  // H11
 }
 
 TEST(RouteLookup, MinPrefixBelowCountPasses) {  // H13
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 100)}), t0);
   auto pol = policy_with([](auto& p) {
     p.minimum_prefix_tokens = 50;
@@ -330,7 +330,7 @@ TEST(RouteLookup, MinPrefixGateSkipsIndexWhenAffinityOff) {  // H14, H22
 }
 
 TEST(RouteLookup, TimeoutResponseCarriesNothing) {  // H15/H16 shape (deadline is the caller's)
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 128)}), t0);
   auto r = exact_req("p", 128);
   r.adapter_id = "x";
@@ -342,7 +342,7 @@ TEST(RouteLookup, TimeoutResponseCarriesNothing) {  // H15/H16 shape (deadline i
 }
 
 TEST(RouteLookup, OtherTenantsPolicyDoesNotApply) {  // H19
-  cache_index idx;
+  combined_index idx;
   auto team_a = policy_with([](auto& p) {
     p.minimum_prefix_tokens = 200;
     p.lookup_timeout_ms = 1;
@@ -354,7 +354,7 @@ TEST(RouteLookup, OtherTenantsPolicyDoesNotApply) {  // H19
 }
 
 TEST(RouteLookup, ChainLongerThanStoredMatchesCommonRun) {  // H20
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"b1", "b2", "b3"}, 64)}), t0);
   auto resp = route_lookup(idx, chain_req({"b1", "b2", "b3", "x4", "x5"}, 64), no_policy, t0);
   EXPECT_EQ(resp.reason_code, "PREFIX_MATCH");
@@ -362,7 +362,7 @@ TEST(RouteLookup, ChainLongerThanStoredMatchesCommonRun) {  // H20
 }
 
 TEST(RouteLookup, ChainSumSatisfiesMinPrefix) {  // H21
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {chain({"c1", "c2", "c3"}, 16)}), t0);
   auto pol = policy_with([](auto& p) {
     p.minimum_prefix_tokens = 32;
@@ -449,7 +449,7 @@ TEST(RouteLookup, ChainOffUsesLegacyCountForMinPrefix) {  // H25
 }
 
 TEST(RouteLookup, TenantHotDisabledGivesNoHint) {  // H26
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -461,7 +461,7 @@ TEST(RouteLookup, TenantHotDisabledGivesNoHint) {  // H26
 }
 
 TEST(RouteLookup, MalformedChainIsNotTenantHot) {  // H27
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -486,7 +486,7 @@ TEST(RouteLookup, EffectivePrefixTokens) {  // H28
 }
 
 TEST(RouteLookup, UnheldChainWithAffinityOffIsNoHint) {  // H29
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -495,7 +495,7 @@ TEST(RouteLookup, UnheldChainWithAffinityOffIsNoHint) {  // H29
 }
 
 TEST(RouteLookup, MatchedTokensFloor) {  // H30, H31, H32, H33
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r16", {legacy("p16", 16)}), t0);
   idx.ingest(update("r64", {legacy("p64", 64)}), t0);
   idx.ingest(update("r100", {legacy("p100", 100)}), t0);
@@ -520,7 +520,7 @@ TEST(RouteLookup, MatchedTokensFloor) {  // H30, H31, H32, H33
 }
 
 TEST(RouteLookup, MatchedFloorPrunesShallowReplicas) {  // H34
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("A", {chain({"b1", "b2", "b3", "b4"}, 16)}), t0);
   idx.ingest(update("B", {chain({"b1"}, 16)}), t0);
   auto pol = policy_with([](auto& p) { p.minimum_matched_tokens = 64; });
@@ -534,7 +534,7 @@ TEST(RouteLookup, MatchedFloorPrunesShallowReplicas) {  // H34
 TEST(RouteLookup, PrunedReplicasAreNotCredited) {  // H35
   index_options o;
   o.max_entries = 6;
-  cache_index idx(o);
+  combined_index idx(o);
   auto pol = lfu();
   pol.minimum_matched_tokens = 64;
   idx.set_tenant_policy("t", pol);
@@ -555,7 +555,7 @@ TEST(RouteLookup, DeliveredMatchesProtectFromCapButTimeoutsDoNot) {  // H36, H37
   for (bool timed_out : {false, true}) {
     index_options o;
     o.max_entries = 1;
-    cache_index idx(o);
+    combined_index idx(o);
     auto pol = lfu();
     pol.minimum_matched_tokens = 0;
     pol.lookup_timeout_ms = 5;
@@ -567,7 +567,7 @@ TEST(RouteLookup, DeliveredMatchesProtectFromCapButTimeoutsDoNot) {  // H36, H37
       ASSERT_FALSE(plan.early);
       auto d = decide_route(idx, r, plan, pol, t0);
       EXPECT_EQ(d.response.reason_code, "PREFIX_MATCH");
-      if (!timed_out) commit_route(idx, d);  // a TIMEOUT never credits
+      if (!timed_out) commit_route(idx, r, d);  // a TIMEOUT never credits
     }
     idx.ingest(update("B", {legacy("b", 32)}), t0 + 1);
     EXPECT_EQ(idx.find_entry("t", "m", "vllm", "", "a", "A").has_value(), !timed_out);
@@ -576,14 +576,14 @@ TEST(RouteLookup, DeliveredMatchesProtectFromCapButTimeoutsDoNot) {  // H36, H37
 }
 
 TEST(RouteLookup, RoutingFloorOnTopScore) {  // H38, H39, H40, H41, H42
-  cache_index shared;
+  combined_index shared;
   for (auto r : {"r0", "r1", "r2"})
     shared.ingest(update(r, {legacy("rag-corpus-header", 1500)}), t0);
   auto off = policy_with([](auto& p) { p.affinity_routing = false; });
   EXPECT_EQ(route_lookup(shared, exact_req("rag-corpus-header", 1500), off, t0).reason_code,
             "NO_HINT");
 
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r0", {legacy("unique", 64)}), t0);
   idx.ingest(update("r1", {legacy("other", 32)}), t0);
   idx.ingest(update("r2", {legacy("other", 32)}), t0);
@@ -596,7 +596,7 @@ TEST(RouteLookup, RoutingFloorOnTopScore) {  // H38, H39, H40, H41, H42
   });
   EXPECT_EQ(route_lookup(idx, exact_req("unique", 64), floor100, t0).reason_code, "NO_HINT");
 
-  cache_index chat;
+  combined_index chat;
   for (auto r : {"r0", "r1", "r2"}) chat.ingest(update(r, {legacy("chat", 16)}), t0);
   auto floor0 = policy_with([](auto& p) {
     p.routing_floor_score = 0;
@@ -607,13 +607,13 @@ TEST(RouteLookup, RoutingFloorOnTopScore) {  // H38, H39, H40, H41, H42
   ASSERT_EQ(h41.replica_scores.size(), 3u);
   EXPECT_EQ(h41.replica_scores[0].score, 0.0f);
 
-  cache_index solo;
+  combined_index solo;
   solo.ingest(update("solo", {legacy("p", 64)}), t0);
   EXPECT_EQ(route_lookup(solo, exact_req("p", 64), no_policy, t0).reason_code, "PREFIX_MATCH");
 }
 
 TEST(RouteLookup, TokenIdsAndExplicitChainMatchAlike) {  // H46
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1000, 64);
   subscriber_ingest(idx, "r1", toks);
   auto by_tokens = req();
@@ -630,7 +630,7 @@ TEST(RouteLookup, TokenIdsAndExplicitChainMatchAlike) {  // H46
 }
 
 TEST(RouteLookup, SubBlockTokenIdsFailOpen) {  // H47
-  cache_index idx;
+  combined_index idx;
   auto u = update("warm", {legacy("other", 1)});
   u.stats = stats(0.9f);
   idx.ingest(u, t0);
@@ -640,7 +640,7 @@ TEST(RouteLookup, SubBlockTokenIdsFailOpen) {  // H47
 }
 
 TEST(RouteLookup, NovelTokenIdsGetAffinity) {  // H49
-  cache_index idx;
+  combined_index idx;
   subscriber_ingest(idx, "r1", tokens(1000, 64));
   auto r = req();
   r.token_ids = tokens(5000, 64);
@@ -650,7 +650,7 @@ TEST(RouteLookup, NovelTokenIdsGetAffinity) {  // H49
 }
 
 TEST(RouteLookup, OversizedInputsFailOpen) {  // H52
-  cache_index idx;
+  combined_index idx;
   subscriber_ingest(idx, "r1", tokens(1000, 64));
   auto r = req();
   r.token_ids.assign((1u << 20) + 1, 7);
@@ -663,7 +663,7 @@ TEST(RouteLookup, OversizedInputsFailOpen) {  // H52
 }
 
 TEST(RouteLookup, ExplicitChainWinsOverTokenIds) {  // H53
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1000, 64);
   subscriber_ingest(idx, "r1", toks);
   std::vector<std::string> chain;
@@ -674,7 +674,7 @@ TEST(RouteLookup, ExplicitChainWinsOverTokenIds) {  // H53
 }
 
 TEST(RouteLookup, BlockSizeMustMatchProducer) {  // H55
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1000, 64);
   subscriber_ingest(idx, "r1", toks, 32);
   auto r = req();
@@ -686,7 +686,7 @@ TEST(RouteLookup, BlockSizeMustMatchProducer) {  // H55
 }
 
 TEST(RouteLookup, PromptTextWithoutTokenizerFailsOpen) {  // H59
-  cache_index idx;
+  combined_index idx;
   subscriber_ingest(idx, "r1", tokens(1000, 64));
   auto r = req();
   r.prompt_text = "hello world";
@@ -701,7 +701,7 @@ TEST(RouteLookup, PromptTextWithoutTokenizerFailsOpen) {  // H59
 // H50, H52 (tokenizer output), H54, H56–H59: the gateway's tokenizer output arrives as
 // `prompt_tokens` (absent = no tokenizer or an error).
 TEST(RouteLookup, PromptTokensMatchLikeTokenIdsAndAreEchoed) {  // H54
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(2000000, 64);
   subscriber_ingest(idx, "r1", toks);
   auto r = req();
@@ -716,7 +716,7 @@ TEST(RouteLookup, PromptTokensMatchLikeTokenIdsAndAreEchoed) {  // H54
 }
 
 TEST(RouteLookup, NovelPromptTokensGetAffinityWithEcho) {  // H50
-  cache_index idx;
+  combined_index idx;
   subscriber_ingest(idx, "r1", tokens(1000, 64));
   auto r = req();
   r.prompt_text = "novel";
@@ -727,7 +727,7 @@ TEST(RouteLookup, NovelPromptTokensGetAffinityWithEcho) {  // H50
 }
 
 TEST(RouteLookup, PromptTokensBelowMinimumPrefixFailOpenWithEcho) {  // H56, H57
-  cache_index idx;
+  combined_index idx;
   auto pol = policy_with([](auto& p) { p.minimum_prefix_tokens = 1000; });
   auto r = req();
   r.prompt_text = "short";
@@ -742,7 +742,7 @@ TEST(RouteLookup, PromptTokensBelowMinimumPrefixFailOpenWithEcho) {  // H56, H57
 }
 
 TEST(RouteLookup, OversizedOrMissingPromptTokensFailOpenWithoutEcho) {  // H52, H58, H59
-  cache_index idx;
+  combined_index idx;
   subscriber_ingest(idx, "r1", tokens(1000, 64));
   auto r = req();
   r.prompt_text = "x";
@@ -769,7 +769,7 @@ TEST(RouteLookup, PromptTextIsNotTokenizedWhenSomethingElseDecides) {
 }
 
 TEST(RouteLookup, SubscriberBlocksMatchWithoutFalsePositives) {  // H60
-  cache_index idx;
+  combined_index idx;
   std::vector<std::string> keys;
   for (std::uint32_t i = 0; i < 8; ++i) {
     auto toks = tokens(10000 * (i + 1), 128);
@@ -791,7 +791,7 @@ TEST(RouteLookup, SubscriberBlocksMatchWithoutFalsePositives) {  // H60
 }
 
 TEST(RouteLookup, ReReportedBlockMovesToT2) {  // H61
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1, 128);
   subscriber_ingest(idx, "r1", toks, 128, "", 1);
   subscriber_ingest(idx, "r1", toks, 128, "", 2);  // ignore-removed mode re-reports as T2
@@ -802,7 +802,7 @@ TEST(RouteLookup, ReReportedBlockMovesToT2) {  // H61
 }
 
 TEST(RouteLookup, RemovedBlockEmptiesIndex) {  // H62
-  cache_index idx;
+  combined_index idx;
   auto toks = tokens(1, 128);
   subscriber_ingest(idx, "r1", toks, 128);
   const std::string key = to_wire(fingerprint_chain(toks.data(), 128, 128)[0]);
@@ -819,7 +819,7 @@ TEST(RouteLookup, RemovedBlockEmptiesIndex) {  // H62
 }
 
 TEST(RouteLookup, UnknownCodesEchoAdapter) {  // §3.11 adapter echo
-  cache_index idx;
+  combined_index idx;
   idx.ingest(update("r", {legacy("p", 128)}), t0);
   auto r = exact_req("p", 128, "nobody");
   r.adapter_id = "lora-x";

@@ -1,4 +1,4 @@
-// Sharding: one `cache_index` per tenant (shared totals, external cap merged by the owner)
+// Sharding: one `combined_index` per tenant (shared totals, external cap merged by the owner)
 // must give exactly the state, changes and answers of one combined index fed the same
 // inputs, including the cold-start carve-out (§3.8 step 1), UNKNOWN_TENANT, the global cap
 // order (§4.6) across tenants, `split_tenants` after recovery and snapshot loading.
@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/route_lookup.hpp"
 #include "index/snapshot_codec.hpp"
 #include "index/test_support.hpp"
@@ -62,16 +62,16 @@ std::string image(const global_facts& f) {
 }
 
 /// Appends `idx`'s dump lines without the global "G|" line.
-void dump_tenants(const cache_index& idx, std::vector<std::string>& out) {
+void dump_tenants(const combined_index& idx, std::vector<std::string>& out) {
   for (auto& line : idx.canonical_dump()) {
     if (line.rfind("G|", 0) != 0) out.push_back(std::move(line));
   }
 }
 
-sweep_result sliced_sweep(cache_index& idx, micros now, change_log* log, std::size_t slice) {
+sweep_result sliced_sweep(combined_index& idx, micros now, change_log* log, std::size_t slice) {
   if (slice == 0) return idx.sweep(now, log);
   sweep_result r;
-  cache_index::sweep_cursor cursor;
+  combined_index::sweep_cursor cursor;
   while (!idx.sweep_step(now, cursor, slice, log, r)) {
   }
   return r;
@@ -79,7 +79,7 @@ sweep_result sliced_sweep(cache_index& idx, micros now, change_log* log, std::si
 
 /// One combined index (today's server).
 struct combined_target {
-  cache_index& idx;
+  combined_index& idx;
 
   ingest_result ingest(const cache_state_update& u, micros now, change_log* log, input_origin o) {
     return idx.ingest(u, now, log, o);
@@ -100,7 +100,7 @@ struct combined_target {
   std::string lookup(const index_lookup_request& q, const policy::resolved_policy& p, micros now,
                      bool credit) {
     auto l = idx.lookup(q, p, now);
-    if (credit) idx.credit_lfu(l.scores);
+    if (credit) idx.credit_lfu(q.tenant, l.scores);
     return image(l);
   }
   std::string state(const std::string& t, const std::string& m) {
@@ -120,22 +120,22 @@ struct sharded_target {
   explicit sharded_target(const index_options& base) : per(base) {
     per.shared = &shared;
     per.external_cap = true;
-    spare = std::make_unique<cache_index>(per);
+    spare = std::make_unique<combined_index>(per);
   }
 
   shared_facts shared;
   index_options per;
-  std::map<std::string, std::unique_ptr<cache_index>, std::less<>> by_tenant;
+  std::map<std::string, std::unique_ptr<combined_index>, std::less<>> by_tenant;
   /// Answers reads of tenants that have no index (never mutated).
-  std::unique_ptr<cache_index> spare;
+  std::unique_ptr<combined_index> spare;
   std::int64_t merge_rounds = 0;
 
-  cache_index& at(const std::string& t) {
+  combined_index& at(const std::string& t) {
     auto it = by_tenant.find(t);
-    if (it == by_tenant.end()) it = by_tenant.emplace(t, std::make_unique<cache_index>(per)).first;
+    if (it == by_tenant.end()) it = by_tenant.emplace(t, std::make_unique<combined_index>(per)).first;
     return *it->second;
   }
-  cache_index& reader(std::string_view t) {
+  combined_index& reader(std::string_view t) {
     auto it = by_tenant.find(t);
     return it == by_tenant.end() ? *spare : *it->second;
   }
@@ -148,7 +148,7 @@ struct sharded_target {
       const std::int64_t excess =
           shared.total_entries.load() - shared.reserved_entries.load() - per.max_entries;
       if (excess <= 0) return;
-      cache_index* first = nullptr;
+      combined_index* first = nullptr;
       std::optional<cap_head> head;
       std::optional<cap_head> bound;
       for (auto& [t, idx] : by_tenant) {
@@ -203,9 +203,9 @@ struct sharded_target {
   }
   std::string lookup(const index_lookup_request& q, const policy::resolved_policy& p, micros now,
                      bool credit) {
-    cache_index& idx = reader(q.tenant);
+    combined_index& idx = reader(q.tenant);
     auto l = idx.lookup(q, p, now);
-    if (credit && &idx != spare.get()) idx.credit_lfu(l.scores);
+    if (credit && &idx != spare.get()) idx.credit_lfu(q.tenant, l.scores);
     return image(l);
   }
   std::string state(const std::string& t, const std::string& m) {
@@ -234,7 +234,7 @@ struct sharded_target {
     }
     return f;
   }
-  void adopt(std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> split) {
+  void adopt(std::vector<std::pair<std::string, std::unique_ptr<combined_index>>> split) {
     for (auto& [t, idx] : split) by_tenant.emplace(t, std::move(idx));
   }
 };
@@ -352,7 +352,7 @@ struct history {
   }
 };
 
-void check_sharded(const sharded_target& s, const cache_index& combined) {
+void check_sharded(const sharded_target& s, const combined_index& combined) {
   EXPECT_EQ(image(s.totals()), image(combined.facts()));
   EXPECT_EQ(image(s.sum()), image(combined.facts()));
   if (combined.options().max_entries > 0) {
@@ -362,7 +362,7 @@ void check_sharded(const sharded_target& s, const cache_index& combined) {
 }
 
 template <typename Target>
-void run_checked(history& h, cache_index& combined, Target& t, int steps,
+void run_checked(history& h, combined_index& combined, Target& t, int steps,
                  const std::string& trace) {
   combined_target a{combined};
   h.run(a, t, steps, trace);
@@ -377,7 +377,7 @@ TEST(ShardedIndex, MatchesCombinedIndexOnRandomHistories) {
       index_options o;
       o.max_entries = max_entries;
       o.default_ttl = std::chrono::seconds(90);
-      cache_index combined(o);
+      combined_index combined(o);
       sharded_target s(o);
       history h(seed * 1000 + static_cast<std::uint64_t>(max_entries));
       run_checked(h, combined, s, 1500,
@@ -406,7 +406,7 @@ TEST(ShardedIndex, MatchesCombinedIndexOnRandomHistories) {
 TEST(ShardedIndex, CarveOutReadsSharedTotalsIncludingReservedTenant) {
   index_options o;
   o.max_entries = 2;
-  cache_index combined(o);
+  combined_index combined(o);
   sharded_target s(o);
   const auto q = exact("k1", 16, "a");
   const policy::resolved_policy pol;
@@ -454,7 +454,7 @@ TEST(ShardedIndex, CapVictimAndBoundedEvictCap) {
   index_options o;
   o.max_entries = 100;
   o.external_cap = true;
-  cache_index idx(o);
+  combined_index idx(o);
   // a: LRU entries at t0+1, t0+3; b: LFU entries (count 0 before any credit) at t0+2.
   idx.ingest(update("r1", {legacy("a1", 16)}, "a", "m", "vllm", t0 + 1), t0);
   idx.ingest(update("r1", {legacy("a3", 16)}, "a", "m", "vllm", t0 + 3), t0);
@@ -492,12 +492,12 @@ TEST(ShardedIndex, CapVictimAndBoundedEvictCap) {
   // external_cap: ingest goes over the cap and leaves it to the owner.
   index_options small = o;
   small.max_entries = 1;
-  cache_index ext(small);
+  combined_index ext(small);
   const auto res = ext.ingest(update("r1", {legacy("k1", 16), legacy("k2", 16)}, "a"), t0);
   EXPECT_EQ(res.cap_evicted_lru, 0);
   EXPECT_EQ(ext.facts().total_entries, 2);
   small.external_cap = false;
-  cache_index internal(small);
+  combined_index internal(small);
   EXPECT_EQ(internal.ingest(update("r1", {legacy("k1", 16), legacy("k2", 16)}, "a"), t0)
                 .cap_evicted_lru,
             1);
@@ -513,7 +513,7 @@ TEST(ShardedIndex, SplitTenantsThenEvolveLikeCombined) {
       index_options o;
       o.max_entries = max_entries;
       o.default_ttl = std::chrono::seconds(90);
-      cache_index reference(o), to_split(o);
+      combined_index reference(o), to_split(o);
       history h(seed);
       combined_target b{to_split};
       {
@@ -538,7 +538,7 @@ TEST(ShardedIndex, SplitTenantsThenEvolveLikeCombined) {
   }
 }
 
-std::string snapshot_of(const cache_index& idx) {
+std::string snapshot_of(const combined_index& idx) {
   std::string all;
   EXPECT_TRUE(write_snapshot(idx, [&](std::string_view c) {
     all.append(c);
@@ -547,8 +547,8 @@ std::string snapshot_of(const cache_index& idx) {
   return all;
 }
 
-bool load_into(cache_index& target, const std::string& bytes, std::size_t piece) {
-  snapshot_loader loader(target);
+bool load_into(combined_index& target, const std::string& bytes, std::size_t piece) {
+  auto loader = combined_loader(target);
   std::string error;
   for (std::size_t off = 0; off < bytes.size(); off += piece) {
     if (!loader.feed(std::string_view(bytes).substr(off, piece), &error)) return false;
@@ -571,18 +571,18 @@ index_options recovery_test_options() {
 }
 
 /// Runs `steps` of `h` on two combined indexes alike (the reference and the one to snapshot).
-void run_both(history& h, cache_index& reference, cache_index& old, int steps) {
+void run_both(history& h, combined_index& reference, combined_index& old, int steps) {
   combined_target a{reference}, b{old};
   h.run(a, b, steps, "before snapshot");
 }
 
 TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
   const index_options o = recovery_test_options();
-  cache_index reference(o), old(o);
+  combined_index reference(o), old(o);
   history h(77);
   run_both(h, reference, old, 700);
   ASSERT_FALSE(HasFatalFailure());
-  cache_index recovered(o);
+  combined_index recovered(o);
   ASSERT_TRUE(load_into(recovered, snapshot_of(old), 13));
   // The runtime re-applies the policy store after loading (snapshots hold no policies).
   for (const auto& [t, p] : h.policies) recovered.set_tenant_policy(t, p);
@@ -599,7 +599,7 @@ TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
   ASSERT_GT(s.by_tenant.size(), 2u);
   sharded_target restarted(o);
   for (const auto& [t, idx] : s.by_tenant) {
-    auto fresh = std::make_unique<cache_index>(restarted.per);
+    auto fresh = std::make_unique<combined_index>(restarted.per);
     ASSERT_TRUE(load_into(*fresh, snapshot_of(*idx), 7)) << t;
     EXPECT_EQ(image(fresh->facts()), image(idx->facts()));
     restarted.by_tenant.emplace(t, std::move(fresh));
@@ -617,7 +617,7 @@ TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
   const global_facts totals = restarted.totals();
   std::string bytes = snapshot_of(*restarted.by_tenant.begin()->second);
   bytes.resize(bytes.size() - 1);
-  cache_index broken(restarted.per);
+  combined_index broken(restarted.per);
   EXPECT_FALSE(load_into(broken, bytes, 1 << 20));
   EXPECT_EQ(image(restarted.totals()), image(totals));
 }
@@ -627,14 +627,14 @@ TEST(ShardedIndex, SnapshotRecoverySplitAndPerTenantSnapshots) {
 TEST(ShardedIndex, SplitLoadOfACombinedSnapshotEvolvesLikeCombined) {
   for (std::size_t piece : {std::size_t{1}, std::size_t{13}, std::size_t{1} << 20}) {
     const index_options o = recovery_test_options();
-    cache_index reference(o), old(o);
+    combined_index reference(o), old(o);
     history h(78);
     run_both(h, reference, old, 700);
     ASSERT_FALSE(HasFatalFailure());
     sharded_target s(o);
-    std::vector<std::pair<std::string, std::unique_ptr<cache_index>>> parts;
-    snapshot_loader loader([&](std::string_view tenant) {
-      auto idx = std::make_unique<cache_index>(s.per);
+    std::vector<std::pair<std::string, std::unique_ptr<combined_index>>> parts;
+    auto loader = combined_split_loader([&](std::string_view tenant) {
+      auto idx = std::make_unique<combined_index>(s.per);
       const std::string name(tenant);
       if (auto it = h.policies.find(name); it != h.policies.end())
         idx->set_tenant_policy(name, it->second);
@@ -659,7 +659,7 @@ TEST(ShardedIndex, SplitLoadOfACombinedSnapshotEvolvesLikeCombined) {
 }
 
 TEST(ShardedIndex, SplitLoadRefusesADuplicateTenantAndACorruptStream) {
-  cache_index combined;
+  combined_index combined;
   cache_state_update u;
   u.tenant_id = "a";
   u.model_id = "m";
@@ -671,19 +671,19 @@ TEST(ShardedIndex, SplitLoadRefusesADuplicateTenantAndACorruptStream) {
   u.prefixes.push_back(p);
   (void)combined.ingest(u, 1'000'000);
   std::string bytes = snapshot_of(combined);
-  std::vector<std::unique_ptr<cache_index>> made;
+  std::vector<std::unique_ptr<combined_index>> made;
   auto target_of = [&](std::string_view) {
-    made.push_back(std::make_unique<cache_index>());
+    made.push_back(std::make_unique<combined_index>());
     return made.back().get();
   };
   {
-    snapshot_loader loader(target_of);
+    auto loader = combined_split_loader(target_of);
     std::string error;
     ASSERT_TRUE(loader.feed(bytes, &error)) << error;
     EXPECT_TRUE(loader.finish(&error)) << error;
   }
   bytes[bytes.size() / 2] ^= 0x40;
-  snapshot_loader loader(target_of);
+  auto loader = combined_split_loader(target_of);
   std::string error;
   EXPECT_FALSE(loader.feed(bytes, &error) && loader.finish(&error));
   EXPECT_FALSE(error.empty());
@@ -694,10 +694,10 @@ TEST(ShardedIndex, DefaultOptionsKeepOwnFactsAndInternalCap) {
   shared_facts shared;
   index_options o;
   o.max_entries = 3;
-  cache_index plain(o);
+  combined_index plain(o);
   o.shared = &shared;
-  cache_index counted(o);
-  for (cache_index* idx : {&plain, &counted}) {
+  combined_index counted(o);
+  for (combined_index* idx : {&plain, &counted}) {
     idx->ingest(update("r1", {legacy("k1", 16), legacy("k2", 16)}, "a", "m", "vllm", t0 + 1), t0);
     idx->ingest(update("r2", {legacy("k1", 16), legacy("k3", 16)}, "b", "m", "vllm", t0 + 2), t0);
   }

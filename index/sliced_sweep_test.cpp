@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/test_support.hpp"
 
 namespace ic::index {
@@ -20,7 +20,7 @@ TEST(SlicedSweep, SlicesGiveTheOneShotSweepExactly) {
       index_options o;
       o.max_entries = 300;
       o.default_ttl = std::chrono::seconds(90);
-      cache_index one(o), sliced(o);
+      combined_index one(o), sliced(o);
       generator gen(seed);
       int steps_with_removals = 0;
       for (int step = 0; step < 600; ++step) {
@@ -28,7 +28,7 @@ TEST(SlicedSweep, SlicesGiveTheOneShotSweepExactly) {
           change_log a, b;
           sweep_result ra = one.sweep(gen.now, &a);
           sweep_result rb;
-          cache_index::sweep_cursor cursor;
+          combined_index::sweep_cursor cursor;
           int slices = 0;
           while (!sliced.sweep_step(gen.now, cursor, slice, &b, rb)) ++slices;
           EXPECT_EQ(ra.entries_removed_lru, rb.entries_removed_lru);

@@ -1,28 +1,31 @@
-// Snapshot codec: the complete state of a `cache_index` as a stream of byte chunks, and back.
+// Snapshot codec: the complete state of one or more `tenant_index`es as a stream of byte
+// chunks, and back.
 //
 // The server journals every input and recovers by replaying the journal; a snapshot lets it
 // truncate the journal and restart from the snapshot plus the journal tail. The codec is
-// independent of where the chunks go (the journal stores them as opaque payloads).
+// independent of where the chunks go (the journal stores them as opaque payloads). The
+// server writes one stream per tenant (state/snapshot_io.cpp); a v1 server snapshot holds
+// one stream of every tenant, which the split loader puts into one index per tenant.
 //
 //   // Writing: chunks of about 1 MiB, streamed (never the whole snapshot in memory).
 //   bool ok = write_snapshot(idx, [&](std::string_view chunk) {
 //     return writer.add_chunk(chunk).ok();  // false aborts the snapshot
 //   });
 //
-//   // Loading, into a freshly constructed index with the same `index_options`:
-//   cache_index restored(options);
+//   // Loading, into a freshly constructed index of the same tenant and `index_options`:
+//   tenant_index restored(tenant, options);
 //   snapshot_loader loader(restored);
 //   for (each chunk, in order) if (!loader.feed(chunk, &error)) refuse(error);
 //   if (!loader.finish(&error)) refuse(error);
-//   // then re-apply tenant policies and quotas (set_tenant_policy / set_tenant_quota)
+//   // then re-apply the tenant's policy and quota (set_policy / set_quota)
 //
-// What a snapshot holds: every tenant partition (the reserved tenant included, and tenants
-// whose keys are all gone), its interned names and (model, scheme, adapter) parts in id
-// order, every key in slab order (free slots and the free-slot stack included, so later
-// keys get the same slots and sweeps report in the same order) with its (key, replica)
-// entries in their stored order (token_count, last_seen, tier code, LFU counter), every
-// stats row, and the global facts. The loaded index has the same `canonical_dump()` and
-// answers and evolves exactly like the original under the same further inputs.
+// What a stream holds, per tenant (the reserved tenant included, and tenants whose keys are
+// all gone): its interned names and (model, scheme, adapter) parts in id order, every key in
+// slab order (free slots and the free-slot stack included, so later keys get the same slots
+// and sweeps report in the same order) with its (key, replica) entries in their stored order
+// (token_count, last_seen, tier code, LFU counter), every stats row; then the summed facts.
+// The loaded index has the same `canonical_dump()` and answers and evolves exactly like the
+// original under the same further inputs.
 //
 // Not in a snapshot: `index_options` (the loading process constructs the index from its
 // flags), tenant policies and quotas (the runtime re-applies them from its policy store;
@@ -39,7 +42,7 @@
 #include <string>
 #include <string_view>
 
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 
 namespace ic::index {
 
@@ -51,7 +54,11 @@ inline constexpr std::uint32_t snapshot_format_version = 1;
 /// valid only during the call. Returns false as soon as `sink` returns false (the snapshot
 /// is then incomplete and must be discarded), true when every chunk was accepted.
 /// `idx` must not change during the call.
-bool write_snapshot(const cache_index& idx, const std::function<bool(std::string_view)>& sink,
+bool write_snapshot(const tenant_index& idx, const std::function<bool(std::string_view)>& sink,
+                    std::size_t chunk_bytes = 1 << 20);
+/// Same, for several tenant indexes in that order (one v1-style stream of every tenant).
+bool write_snapshot(const std::vector<const tenant_index*>& tenants,
+                    const std::function<bool(std::string_view)>& sink,
                     std::size_t chunk_bytes = 1 << 20);
 
 /// Rebuilds the state written by `write_snapshot` into an empty index, chunk by chunk.
@@ -62,16 +69,16 @@ bool write_snapshot(const cache_index& idx, const std::function<bool(std::string
 /// the target holds a partial state and must be discarded; further calls keep failing.
 class snapshot_loader {
  public:
-  /// Prepares to load into `target`, which must hold no tenant (precondition, asserted)
-  /// and must outlive the loader. Policies and quotas already set on `target` apply to the
-  /// tenants as they are loaded.
-  explicit snapshot_loader(cache_index& target);
+  /// Prepares to load into one tenant index, which must be empty (asserted) and outlive the
+  /// loader: the stream must hold exactly that tenant (its policy and quota already set).
+  explicit snapshot_loader(tenant_index& target);
   /// Prepares to load each tenant of the stream into an index of its own: `target_of(name)`
   /// is called at each tenant record and returns an empty index (not owned; it must outlive
-  /// the loader) with the tenant's policy and quota already set. The end record is checked
-  /// against the facts summed over those indexes; `finish` adds each one's facts to its
-  /// `options.shared`. Used to split a combined (multi-tenant) stream as it loads.
-  explicit snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of);
+  /// the loader; nullptr refuses the tenant) with the tenant's policy and quota already set.
+  /// The end record is checked against the facts summed over those indexes; `finish` adds
+  /// each one's facts to its `options.shared`. The server's v1 reader splits a combined
+  /// (multi-tenant) stream this way as it loads.
+  explicit snapshot_loader(std::function<tenant_index*(std::string_view tenant)> target_of);
   ~snapshot_loader();
   snapshot_loader(const snapshot_loader&) = delete;
   snapshot_loader& operator=(const snapshot_loader&) = delete;

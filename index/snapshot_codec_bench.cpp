@@ -12,7 +12,7 @@
 #include <benchmark/benchmark.h>
 
 #include "index/bench_support.hpp"
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/snapshot_codec.hpp"
 
 namespace ic::index {
@@ -21,7 +21,7 @@ namespace {
 using namespace ic::index::bench;
 
 struct snapshot_fixture {
-  std::unique_ptr<cache_index> idx;
+  std::unique_ptr<tenant_index> idx;
   /// The snapshot of `idx` in 1 MiB chunks.
   std::vector<std::string> chunks;
   std::size_t bytes = 0;
@@ -39,7 +39,7 @@ snapshot_fixture& fixture_for(std::int64_t entries, int replicas_per_key) {
   if (!f.idx) {
     cache.clear();  // one fixture at a time keeps the 10 M cases within memory
     auto& g = cache[{entries, replicas_per_key}];
-    g.idx = std::make_unique<cache_index>(options_for(entries));
+    g.idx = std::make_unique<tenant_index>("tenant", options_for(entries));
     fill(*g.idx, entries, replicas_per_key, base_ts);
     write_snapshot(*g.idx, [&](std::string_view c) {
       g.chunks.emplace_back(c);
@@ -71,7 +71,7 @@ void BM_SnapshotWrite(benchmark::State& state) {
 void BM_SnapshotLoad(benchmark::State& state) {
   auto& f = fixture_for(state.range(0), static_cast<int>(state.range(1)));
   for (auto _ : state) {
-    auto idx = std::make_unique<cache_index>(options_for(state.range(0)));
+    auto idx = std::make_unique<tenant_index>("tenant", options_for(state.range(0)));
     snapshot_loader loader(*idx);
     std::string error;
     for (const auto& c : f.chunks) {

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/route_lookup.hpp"
 #include "index/test_support.hpp"
 
@@ -21,7 +21,7 @@ namespace {
 using namespace ic::index::testing;
 
 /// Returns the snapshot of `idx` as one string, checking the chunking contract on the way.
-std::string snapshot_bytes(const cache_index& idx, std::size_t chunk_bytes = 1 << 20) {
+std::string snapshot_bytes(const combined_index& idx, std::size_t chunk_bytes = 1 << 20) {
   std::vector<std::string> chunks;
   EXPECT_TRUE(write_snapshot(
       idx,
@@ -44,8 +44,8 @@ std::string snapshot_bytes(const cache_index& idx, std::size_t chunk_bytes = 1 <
 }
 
 /// Feeds `bytes` to a loader into `target` in pieces of `piece`; returns the error or "".
-std::string load(cache_index& target, std::string_view bytes, std::size_t piece) {
-  snapshot_loader loader(target);
+std::string load(combined_index& target, std::string_view bytes, std::size_t piece) {
+  auto loader = combined_loader(target);
   std::string error;
   for (std::size_t off = 0; off < bytes.size(); off += piece) {
     if (!loader.feed(bytes.substr(off, piece), &error)) {
@@ -61,8 +61,8 @@ std::string load(cache_index& target, std::string_view bytes, std::size_t piece)
 }
 
 /// Writes `idx` with chunks of `chunk_bytes` and loads them, chunk by chunk, into `target`.
-void round_trip(const cache_index& idx, cache_index& target, std::size_t chunk_bytes) {
-  snapshot_loader loader(target);
+void round_trip(const combined_index& idx, combined_index& target, std::size_t chunk_bytes) {
+  auto loader = combined_loader(target);
   std::string error;
   bool ok = true;
   ASSERT_TRUE(write_snapshot(
@@ -92,7 +92,7 @@ struct policy_store {
   std::map<std::string, policy::resolved_policy> policies;
   std::map<std::string, policy::tenant_quota> quotas;
 
-  void apply(cache_index& idx) const {
+  void apply(combined_index& idx) const {
     for (const auto& [t, p] : policies) idx.set_tenant_policy(t, p);
     for (const auto& [t, q] : quotas) idx.set_tenant_quota(t, q);
   }
@@ -105,14 +105,14 @@ struct eviction_counts {
 eviction_counts evictions;
 
 /// Applies one random operation to every index in `all` and checks they agree on it.
-void random_step(generator& g, policy_store& store, const std::vector<cache_index*>& all,
+void random_step(generator& g, policy_store& store, const std::vector<combined_index*>& all,
                  const std::string& where) {
   const int op = g.pick(20);
   std::vector<std::string> seen;
   if (op < 10) {
     auto u = g.make_update(false);
     if (g.pick(40) == 0) u.tenant_id = std::string(reserved_tenant);
-    for (cache_index* idx : all) {
+    for (combined_index* idx : all) {
       change_log log;
       auto r = idx->ingest(u, g.now, &log, input_origin::probe);
       evictions.cap += r.cap_evicted_lru + r.cap_evicted_lfu;
@@ -124,13 +124,13 @@ void random_step(generator& g, policy_store& store, const std::vector<cache_inde
     }
   } else if (op < 13) {
     auto e = g.make_event();
-    for (cache_index* idx : all) {
+    for (combined_index* idx : all) {
       change_log log;
       auto r = idx->apply_event(e, g.now, &log);
       seen.push_back(std::to_string(r.entries_removed) + describe_changes(log));
     }
   } else if (op < 14) {
-    for (cache_index* idx : all) {
+    for (combined_index* idx : all) {
       change_log log;
       auto r = idx->sweep(g.now, &log);
       evictions.ttl += r.entries_removed_lru + r.entries_removed_lfu;
@@ -144,18 +144,18 @@ void random_step(generator& g, policy_store& store, const std::vector<cache_inde
     p.minimum_matched_tokens = g.pick(3) * 16;
     const std::string t = g.tenant();
     store.policies[t] = p;
-    for (cache_index* idx : all) idx->set_tenant_policy(t, p);
+    for (combined_index* idx : all) idx->set_tenant_policy(t, p);
     if (g.pick(3) == 0) {
       policy::tenant_quota q;
       if (g.pick(2)) q = g.pick(30);
       store.quotas[t] = q;
-      for (cache_index* idx : all) idx->set_tenant_quota(t, q);
+      for (combined_index* idx : all) idx->set_tenant_quota(t, q);
     }
   } else {
     auto r = g.make_request();
     auto it = store.policies.find(r.tenant_id);
     const auto pol = it == store.policies.end() ? policy::resolved_policy{} : it->second;
-    for (cache_index* idx : all) {  // route_lookup credits LFU hits
+    for (combined_index* idx : all) {  // route_lookup credits LFU hits
       const auto resp = route_lookup(*idx, r, pol, g.now);
       if (pol.eviction == policy::eviction_mode::lfu && !resp.replica_scores.empty()) {
         ++evictions.credited;
@@ -168,17 +168,17 @@ void random_step(generator& g, policy_store& store, const std::vector<cache_inde
 }
 
 TEST(SnapshotCodec, EmptyIndexRoundTrips) {
-  cache_index a;
+  combined_index a;
   const std::string bytes = snapshot_bytes(a);
   EXPECT_EQ(bytes.size(), 8u + 37u);  // header + end record
-  cache_index b;
+  combined_index b;
   EXPECT_EQ(load(b, bytes, 1), "");
   EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
   EXPECT_EQ(snapshot_bytes(b), bytes);
 }
 
 TEST(SnapshotCodec, KeepsReservedTenantOddHashLengthsAndStats) {
-  cache_index a;
+  combined_index a;
   // Reserved tenant (probe input), hashes of 0, 3, 8 and 40 bytes, several replicas per key,
   // unknown and negative tiers, adapters, stats rows, an LFU counter.
   a.ingest(update("probe-r", {legacy("12345678", 16)}, std::string(reserved_tenant)), t0, nullptr,
@@ -191,11 +191,11 @@ TEST(SnapshotCodec, KeepsReservedTenantOddHashLengthsAndStats) {
   a.set_tenant_policy("t", lfu());
   const auto hit = a.lookup(chain_query({"ABCDEFGH", "abc"}, 16), lfu(), t0 + 4);
   ASSERT_EQ(hit.strategy, lookup_strategy::prefix_match);
-  a.credit_lfu(hit.scores);
+  a.credit_lfu("t", hit.scores);
   ASSERT_EQ(a.find_entry("t", "m", "vllm", "", "abc", "r2")->access_count, 1);
 
   for (std::size_t piece : {std::size_t{1}, std::size_t{7}, std::size_t{4096}}) {
-    cache_index b;
+    combined_index b;
     round_trip(a, b, piece);
     EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
     EXPECT_EQ(b.facts().reserved_entries, 1);
@@ -211,13 +211,13 @@ TEST(SnapshotCodec, KeepsReservedTenantOddHashLengthsAndStats) {
 // /snapshot picks one stats row per replica; on a full (last_seen, stats_reported) tie the
 // smaller model name wins, independent of hash-map order, so a loaded copy shows the same.
 TEST(SnapshotCodec, SnapshotViewAgreesWhenStatsRowsTie) {
-  cache_index a;
+  combined_index a;
   for (int m = 40; m-- > 0;) {  // many models: exercises hash-map rehashing
     auto u = stats_only("r", stats(static_cast<float>(m) / 100), "t", "model-" + std::to_string(m));
     u.timestamp_us = t0;
     a.ingest(u, t0);
   }
-  cache_index b;
+  combined_index b;
   round_trip(a, b, 4096);
   const auto va = a.snapshot();
   const auto vb = b.snapshot();
@@ -228,7 +228,7 @@ TEST(SnapshotCodec, SnapshotViewAgreesWhenStatsRowsTie) {
 }
 
 TEST(SnapshotCodec, ChunksHaveTheRequestedSize) {
-  cache_index a;
+  combined_index a;
   for (int i = 0; i < 200; ++i) {
     a.ingest(update("r" + std::to_string(i % 7), {legacy("key-" + std::to_string(i), i)}), t0 + i);
   }
@@ -240,7 +240,7 @@ TEST(SnapshotCodec, ChunksHaveTheRequestedSize) {
 }
 
 TEST(SnapshotCodec, SinkRefusalAbortsTheWrite) {
-  cache_index a;
+  combined_index a;
   for (int i = 0; i < 100; ++i) a.ingest(update("r", {legacy("key-" + std::to_string(i), i)}), t0);
   int calls = 0;
   EXPECT_FALSE(write_snapshot(
@@ -264,7 +264,7 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
     index_options o;
     o.max_entries = c.cap;
     o.default_ttl = std::chrono::minutes(2);
-    cache_index a(o);
+    combined_index a(o);
     generator g(c.seed);
     policy_store store;
     for (int step = 0; step < 1500; ++step) {
@@ -272,7 +272,7 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
       if (HasFatalFailure()) return;
     }
     // Two generations: a → b, then (after more inputs) b → d.
-    cache_index b(o);
+    combined_index b(o);
     round_trip(a, b, c.chunk);
     ASSERT_FALSE(HasFatalFailure());
     ASSERT_EQ(a.canonical_dump(), b.canonical_dump()) << "seed " << c.seed;
@@ -288,7 +288,7 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
         ASSERT_EQ(a.canonical_dump(), b.canonical_dump()) << step;
       }
     }
-    cache_index d(o);
+    combined_index d(o);
     round_trip(b, d, c.chunk);
     ASSERT_FALSE(HasFatalFailure());
     store.apply(d);
@@ -310,11 +310,11 @@ TEST(SnapshotCodec, RandomHistoriesRoundTripAndEvolveIdentically) {
 TEST(SnapshotCodec, PoliciesSetBeforeLoadingApply) {
   index_options o;
   o.max_entries = 50;
-  cache_index a(o);
+  combined_index a(o);
   generator g(21);
   policy_store store;
   for (int step = 0; step < 2000; ++step) random_step(g, store, {&a}, "warm-up");
-  cache_index b(o);
+  combined_index b(o);
   store.apply(b);
   round_trip(a, b, 4096);
   ASSERT_EQ(a.canonical_dump(), b.canonical_dump());
@@ -326,7 +326,7 @@ TEST(SnapshotCodec, PoliciesSetBeforeLoadingApply) {
 }
 
 std::string sample_snapshot() {
-  cache_index a;
+  combined_index a;
   generator g(7);
   policy_store store;
   for (int step = 0; step < 150; ++step) random_step(g, store, {&a}, "sample");
@@ -336,20 +336,20 @@ std::string sample_snapshot() {
 TEST(SnapshotCodec, RefusesUnknownVersionWithAClearError) {
   std::string bytes = sample_snapshot();
   bytes[4] = 2;  // version u32 at offset 4
-  cache_index b;
+  combined_index b;
   const std::string error = load(b, bytes, 4096);
   EXPECT_NE(error.find("unsupported snapshot format version 2"), std::string::npos) << error;
 }
 
 TEST(SnapshotCodec, RefusesBadMagicAndGarbage) {
-  cache_index b;
+  combined_index b;
   EXPECT_NE(load(b, "not a snapshot at all", 5).find("bad magic"), std::string::npos);
   std::mt19937_64 rng(5);
   for (int i = 0; i < 200; ++i) {
     std::string junk(1 + rng() % 300, '\0');
     for (char& ch : junk) ch = static_cast<char>(rng());
     if (i % 2 == 0) junk.replace(0, 8, sample_snapshot().substr(0, 8));  // valid header
-    cache_index t;
+    combined_index t;
     EXPECT_NE(load(t, junk, 1 + rng() % 17), "") << i;
   }
 }
@@ -358,11 +358,11 @@ TEST(SnapshotCodec, RefusesEveryTruncation) {
   const std::string bytes = sample_snapshot();
   ASSERT_GT(bytes.size(), 500u);
   for (std::size_t len = 0; len < bytes.size(); ++len) {
-    cache_index b;
+    combined_index b;
     const std::string error = load(b, std::string_view(bytes).substr(0, len), len % 2 ? 3 : 64);
     ASSERT_NE(error, "") << len;
   }
-  cache_index b;
+  combined_index b;
   EXPECT_NE(load(b, std::string_view(bytes).substr(0, bytes.size() / 2), 4096).find("truncated"),
             std::string::npos);
 }
@@ -372,10 +372,10 @@ TEST(SnapshotCodec, RefusesEverySingleByteFlipAndTrailingBytes) {
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     std::string bad = bytes;
     bad[i] = static_cast<char>(bad[i] ^ (1 << (i % 8)));
-    cache_index b;
+    combined_index b;
     ASSERT_NE(load(b, bad, i % 2 ? 1 : 4096), "") << "flip at " << i;
   }
-  cache_index b;
+  combined_index b;
   EXPECT_NE(load(b, bytes + "x", 4096).find("after the end record"), std::string::npos);
 }
 
@@ -384,7 +384,7 @@ TEST(SnapshotCodec, RefusesEverySingleByteFlipAndTrailingBytes) {
 // before any key or part arrived, so a tiny corrupt stream per tenant could exhaust memory
 // instead of being refused.
 TEST(SnapshotCodec, ACorruptKeyCountIsRefusedWithoutAllocatingForKeysThatNeverCome) {
-  cache_index a;
+  combined_index a;
   const std::string tenant = "fuzz-regression-tenant";
   a.ingest(update("r", {legacy("p", 1)}, tenant), t0);
   std::string bytes = snapshot_bytes(a);
@@ -399,9 +399,9 @@ TEST(SnapshotCodec, ACorruptKeyCountIsRefusedWithoutAllocatingForKeysThatNeverCo
     const struct mallinfo2 m = ::mallinfo2();
     return m.uordblks + m.hblkhd;
   };
-  cache_index b;
+  combined_index b;
   const std::size_t before = in_use();
-  snapshot_loader loader(b);
+  auto loader = combined_loader(b);
   std::string error;
   bool ok = loader.feed(bytes, &error) && loader.finish(&error);
   const std::size_t grown = in_use() - before;
@@ -414,14 +414,14 @@ TEST(SnapshotCodec, ACorruptKeyCountIsRefusedWithoutAllocatingForKeysThatNeverCo
 TEST(SnapshotCodec, ATenantWithMoreKeysThanThePresizedTableRoundTrips) {
   index_options opts;
   opts.max_entries = 0;
-  cache_index a(opts);
+  combined_index a(opts);
   std::vector<prefix_entry> prefixes;
   const int n = (1 << 20) + 5000;
   prefixes.reserve(n);
   for (int i = 0; i < n; ++i) prefixes.push_back(legacy("k" + std::to_string(i), 1));
   a.ingest(update("r", std::move(prefixes)), t0);
   ASSERT_EQ(a.facts().total_keys, n);
-  cache_index b(opts);
+  combined_index b(opts);
   ASSERT_EQ(load(b, snapshot_bytes(a), 1 << 20), "");
   EXPECT_EQ(b.facts().total_keys, n);
   EXPECT_EQ(b.canonical_dump(), a.canonical_dump());
@@ -429,7 +429,7 @@ TEST(SnapshotCodec, ATenantWithMoreKeysThanThePresizedTableRoundTrips) {
 
 TEST(SnapshotCodec, LoadingIntoANonEmptyIndexIsAPreconditionViolation) {
   const std::string bytes = sample_snapshot();
-  cache_index b;
+  combined_index b;
   b.ingest(update("r", {legacy("p", 1)}), t0);
 #ifdef NDEBUG
   EXPECT_NE(load(b, bytes, 4096).find("not empty"), std::string::npos);

@@ -1,5 +1,5 @@
 // Internal to index/: the snapshot format's constants and byte helpers, and
-// `snapshot_access` (a friend of cache_index and tenant_partition) whose writer lives in
+// `snapshot_access` (a friend of tenant_index) whose writer lives in
 // snapshot_writer.cpp and whose loader lives in snapshot_loader.cpp. The grammar is in
 // index/README.md ("Snapshot format").
 #pragma once
@@ -19,7 +19,7 @@
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t by value
 #include <xxhash.h>
 
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 // The format is little-endian and entries are copied as whole parallel arrays, which is only
 // a plain memcpy on a little-endian host (the index already assumes x86-64).
@@ -84,18 +84,20 @@ inline bool valid_tier(std::uint8_t t) {
 
 }  // namespace snapshot_format
 
-/// Reads and rebuilds the private state of `cache_index` / `tenant_partition` (a friend of
-/// both): the writer (snapshot_writer.cpp) and the loader (snapshot_loader.cpp).
+/// Reads and rebuilds the private state of `tenant_index` (a friend): the writer
+/// (snapshot_writer.cpp) and the loader (snapshot_loader.cpp).
 class snapshot_access {
  public:
   using sink_fn = std::function<bool(std::string_view)>;
 
-  /// Streams `idx` to `sink` in chunks of `chunk_bytes` (see write_snapshot).
-  static bool write(const cache_index& idx, const sink_fn& sink, std::size_t chunk_bytes);
+  /// Streams `tenants` (in that order) to `sink` in chunks of `chunk_bytes`, then the end
+  /// record with their summed facts (see write_snapshot).
+  static bool write(const std::vector<const tenant_index*>& tenants, const sink_fn& sink,
+                    std::size_t chunk_bytes);
 
   class chunk_writer;
   static bool write_string(chunk_writer& w, std::string_view s);
-  static bool write_tenant(chunk_writer& w, const tenant_partition& t);
+  static bool write_tenant(chunk_writer& w, const tenant_index& t);
 
   /// The loader's state machine (snapshot_loader.cpp).
   class loader;

@@ -10,17 +10,20 @@ using namespace snapshot_format;
 /// The loader's state machine: one stage per section of the grammar.
 class snapshot_access::loader {
  public:
-  explicit loader(cache_index& target) : idx_(&target), targets_{&target} {
-    assert(target.by_name_.empty() && "snapshot_loader needs an empty index");
-    XXH3_64bits_reset(&hash_);
-    if (!target.by_name_.empty()) {
-      stage_ = stage::failed;
-      error_ = "snapshot loader: the target index is not empty";
-    }
+  /// One tenant index: the stream must hold exactly its tenant.
+  explicit loader(tenant_index& target)
+      : next_([&target, used = false](std::string_view name) mutable -> tenant_index* {
+          if (used || name != target.name()) return nullptr;
+          used = true;
+          return &target;
+        }) {
+    assert(empty(target) && "snapshot_loader needs an empty index");
+    start(empty(target));
   }
-  explicit loader(std::function<cache_index*(std::string_view)> target_of)
-      : target_of_(std::move(target_of)) {
-    XXH3_64bits_reset(&hash_);
+  /// Split, into tenant indexes.
+  explicit loader(std::function<tenant_index*(std::string_view)> target_of)
+      : next_(std::move(target_of)) {
+    start(true);
   }
 
   bool feed(std::string_view chunk, std::string* error) {
@@ -71,7 +74,7 @@ class snapshot_access::loader {
     if (stage_ == stage::done) {
       // The facts are final and checked: count them in the shared totals (once).
       if (!published_)
-        for (cache_index* t : targets_) t->publish_facts(global_facts{});
+        for (tenant_index* t : targets_) t->publish_facts(index_facts{});
       published_ = true;
       return true;
     }
@@ -85,6 +88,17 @@ class snapshot_access::loader {
   }
 
  private:
+  static bool empty(const tenant_index& t) {
+    return t.keys_ == 0 && t.records_.size() == 0 && t.stats_.empty() && t.names_.size() == 0;
+  }
+  void start(bool target_empty) {
+    XXH3_64bits_reset(&hash_);
+    if (!target_empty) {
+      stage_ = stage::failed;
+      error_ = "snapshot loader: the target index is not empty";
+    }
+  }
+
   enum class stage { header, record, names, parts, free_list, keys, stats, done, failed };
 
   std::string stage_name() const {
@@ -176,25 +190,17 @@ class snapshot_access::loader {
     n_free_ = get<std::uint32_t>(q + 12);
     n_stats_ = get<std::uint32_t>(q + 16);
     n_entries_ = get<std::uint64_t>(q + 20);
-    if (target_of_) {
-      // Split: each tenant goes to an index of its own (partition slot 0 there).
-      if (!names_seen_.emplace(name).second)
-        return fail("duplicate tenant '" + std::string(name) + "'");
-    } else if (idx_->find_partition(name) != nullptr) {
+    if (!names_seen_.emplace(name).second)
       return fail("duplicate tenant '" + std::string(name) + "'");
-    }
     if (n_names_ > key_part_mask + 1 || n_parts_ > key_part_mask || n_free_ > n_slab_ ||
         n_slab_ > (1u << 26) - 2) {
       return fail("tenant '" + std::string(name) + "': counts out of range");
     }
-    if (target_of_) {
-      idx_ = target_of_(name);
-      if (idx_ == nullptr || !idx_->by_name_.empty())
-        return fail("tenant '" + std::string(name) + "': no empty index to load it into");
-      targets_.push_back(idx_);
-    }
-    part_ = &idx_->partition(name);
-    if (part_->slot_ != (target_of_ ? 0 : tenants_)) return fail("tenant slot mismatch");
+    part_ = next_(name);
+    if (part_ == nullptr || !empty(*part_))
+      return fail("tenant '" + std::string(name) +
+                  "': no index to load it into (none given, or it is not empty)");
+    targets_.push_back(part_);
     ++tenants_;
     // Size the key table for the live keys up front (load factor <= 7/8, as it grows), but
     // for at most presize_keys_max of them: the counts are not checked against the bytes
@@ -346,7 +352,7 @@ class snapshot_access::loader {
     const char* tc = rt + 4 * std::size_t{m};
     const char* ac = tc + 4 * std::size_t{m};
 
-    tenant_partition& t = *part_;
+    tenant_index& t = *part_;
     // Validate the entries: replica ids in range and distinct, known tier codes.
     if (++stamp_gen_ == 0) {
       std::fill(replica_stamp_.begin(), replica_stamp_.end(), 0);
@@ -400,7 +406,7 @@ class snapshot_access::loader {
     // The eviction orders, pushed in slot order as rebuild_cap_order/rebuild_quota_order
     // would (under the policy and quota the target already has), while the key is hot.
     if (t.cap_tracked()) {
-      const entry_span e = tenant_partition::entries_of(t.records_[kidx]);
+      const entry_span e = tenant_index::entries_of(t.records_[kidx]);
       for (std::uint32_t i = 0; i < m; ++i) {
         t.push_cap_ref(kidx, t.effective_count(e[i]), e.ls[i]);
       }
@@ -422,9 +428,6 @@ class snapshot_access::loader {
     ++part_keys_[part];
     t.keys_ += 1;
     t.entries_ += m;
-    idx_->facts_.total_keys += 1;
-    idx_->facts_.total_entries += m;
-    if (t.reserved_) idx_->facts_.reserved_entries += m;
     --keys_left_;
     skip_empty_sections();
     return total;
@@ -434,7 +437,7 @@ class snapshot_access::loader {
   /// the keys that already arrived outgrew the up-front sizing, so the declared count is
   /// now backed by at least that many bytes of input.
   void grow_key_table() {
-    tenant_partition& t = *part_;
+    tenant_index& t = *part_;
     constexpr std::uint32_t index_mask = (1u << 26) - 1;
     std::size_t slots = t.slots_.size() * 2;
     while (declared_keys_ * 8 > slots * 7) slots *= 2;
@@ -453,7 +456,7 @@ class snapshot_access::loader {
 
   /// Inserts a loaded key into the table; false if the key is already there.
   bool insert_key(const std::pair<std::uint64_t, std::uint32_t>& q) {
-    tenant_partition& t = *part_;
+    tenant_index& t = *part_;
     if ((inserted_ + 1) * 8 > t.slots_.size() * 7) grow_key_table();
     const auto [h, kidx] = q;
     const key_record& k = t.records_[kidx];
@@ -465,7 +468,7 @@ class snapshot_access::loader {
       const std::uint32_t sl = t.slots_[i];
       if ((sl & ~index_mask) == tag) {
         const key_record& other = t.records_[(sl & index_mask) - 1];
-        if (tenant_partition::part_id(other) == tenant_partition::part_id(k) &&
+        if (tenant_index::part_id(other) == tenant_index::part_id(k) &&
             ((other.part ^ k.part) & key_long_hash) == 0 &&
             ((k.part & key_long_hash) ? t.long_hashes_[other.hash] == t.long_hashes_[k.hash]
                                       : other.hash == k.hash)) {
@@ -493,7 +496,7 @@ class snapshot_access::loader {
       fail("free slots and keys do not fill the slab");
       return false;
     }
-    tenant_partition& t = *part_;
+    tenant_index& t = *part_;
     for (std::uint32_t p = 0; p < n_parts_; ++p) {
       if (part_keys_[p] > 0) t.keys_by_model_[t.parts_[p].model] += part_keys_[p];
     }
@@ -519,7 +522,7 @@ class snapshot_access::loader {
     const auto m = get<std::uint32_t>(p);
     const auto r = get<std::uint32_t>(p + 4);
     if (m >= n_names_ || r >= n_names_) return fail("stats row names out of range");
-    tenant_partition::stats_row row;
+    tenant_index::stats_row row;
     row.cache_memory_bytes = get<std::int64_t>(p + 8);
     row.hit_rate = get<float>(p + 16);
     row.pressure = get<float>(p + 20);
@@ -547,11 +550,9 @@ class snapshot_access::loader {
     if (XXH3_64bits_digest(&hash_) != get<std::uint64_t>(p + end_bytes - 8)) {
       return fail("checksum mismatch");
     }
-    global_facts f;
-    for (const cache_index* t : targets_) {
-      f.total_entries += t->facts_.total_entries;
-      f.reserved_entries += t->facts_.reserved_entries;
-      f.total_keys += t->facts_.total_keys;
+    index_facts f;
+    for (const tenant_index* t : targets_) {
+      f += t->facts();
     }
     if (get<std::uint32_t>(p + 1) != tenants_ || get<std::int64_t>(p + 5) != f.total_entries ||
         get<std::int64_t>(p + 13) != f.reserved_entries ||
@@ -562,11 +563,10 @@ class snapshot_access::loader {
     return end_bytes;
   }
 
-  /// The index the current tenant loads into; every index loaded into (one unless split).
-  cache_index* idx_ = nullptr;
-  std::vector<cache_index*> targets_;
-  /// Split mode: where each tenant goes, and the tenants seen so far.
-  std::function<cache_index*(std::string_view)> target_of_;
+  /// Where each tenant of the stream loads (an empty tenant index, or nullptr: refused), and
+  /// every tenant index loaded into, in stream order.
+  std::function<tenant_index*(std::string_view)> next_;
+  std::vector<tenant_index*> targets_;
   std::set<std::string, std::less<>> names_seen_;
   stage stage_ = stage::header;
   std::string error_;
@@ -583,7 +583,7 @@ class snapshot_access::loader {
   bool published_ = false;
 
   // The tenant being loaded.
-  tenant_partition* part_ = nullptr;
+  tenant_index* part_ = nullptr;
   std::uint32_t n_names_ = 0, n_parts_ = 0, n_slab_ = 0, n_free_ = 0, n_stats_ = 0;
   std::uint64_t n_entries_ = 0;
   std::uint32_t done_ = 0;
@@ -609,9 +609,9 @@ class snapshot_loader::impl : public snapshot_access::loader {
   using snapshot_access::loader::loader;
 };
 
-snapshot_loader::snapshot_loader(cache_index& target) : impl_(std::make_unique<impl>(target)) {}
+snapshot_loader::snapshot_loader(tenant_index& target) : impl_(std::make_unique<impl>(target)) {}
 
-snapshot_loader::snapshot_loader(std::function<cache_index*(std::string_view tenant)> target_of)
+snapshot_loader::snapshot_loader(std::function<tenant_index*(std::string_view tenant)> target_of)
     : impl_(std::make_unique<impl>(std::move(target_of))) {}
 
 snapshot_loader::~snapshot_loader() = default;

@@ -74,7 +74,7 @@ bool snapshot_access::write_string(chunk_writer& w, std::string_view s) {
   return w.commit(4 + s.size());
 }
 
-bool snapshot_access::write_tenant(chunk_writer& w, const tenant_partition& t) {
+bool snapshot_access::write_tenant(chunk_writer& w, const tenant_index& t) {
   // Header.
   char* p = w.reserve(tenant_fixed_bytes + t.name_.size());
   char* const start = p;
@@ -110,14 +110,14 @@ bool snapshot_access::write_tenant(chunk_writer& w, const tenant_partition& t) {
   // Live keys in slab order.
   for (std::uint32_t kidx = 0; kidx < t.records_.size(); ++kidx) {
     const key_record& k = t.records_[kidx];
-    if (tenant_partition::is_free(k)) continue;
-    const entry_span e = tenant_partition::entries_of(k);
+    if (tenant_index::is_free(k)) continue;
+    const entry_span e = tenant_index::entries_of(k);
     const std::size_t n = e.n;
     const bool long_hash = (k.part & key_long_hash) != 0;
     const std::string_view lh = long_hash ? std::string_view(t.long_hashes_[k.hash]) : "";
     const std::size_t size = 8 + (long_hash ? 4 + lh.size() : 8) + entry_bytes * n;
     p = w.reserve(size);
-    p = put(p, tenant_partition::part_id(k) | (long_hash ? wire_long_hash : 0u));
+    p = put(p, tenant_index::part_id(k) | (long_hash ? wire_long_hash : 0u));
     p = put(p, static_cast<std::uint32_t>(n));
     if (long_hash) {
       p = put(p, static_cast<std::uint32_t>(lh.size()));
@@ -133,7 +133,7 @@ bool snapshot_access::write_tenant(chunk_writer& w, const tenant_partition& t) {
     if (!w.commit(size)) return false;
   }
   // Stats rows by (model id, replica id): the bytes do not depend on hash-map order.
-  std::vector<std::tuple<std::uint32_t, std::uint32_t, const tenant_partition::stats_row*>> rows;
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, const tenant_index::stats_row*>> rows;
   rows.reserve(n_stats);
   for (const auto& [m, by_replica] : t.stats_) {
     for (const auto& [r, row] : by_replica) rows.emplace_back(m, r, &row);
@@ -155,29 +155,36 @@ bool snapshot_access::write_tenant(chunk_writer& w, const tenant_partition& t) {
   return true;
 }
 
-bool snapshot_access::write(const cache_index& idx, const sink_fn& sink,
+bool snapshot_access::write(const std::vector<const tenant_index*>& tenants, const sink_fn& sink,
                             std::size_t chunk_bytes) {
   chunk_writer w(sink, chunk_bytes);
   char* p = w.reserve(8);
   p = put(p, snapshot_magic);
   put(p, snapshot_format_version);
   if (!w.commit(8)) return false;
-  for (const auto& t : idx.slots_) {  // creation order: the loader recreates the same slots
+  index_facts f;
+  for (const tenant_index* t : tenants) {
     if (!write_tenant(w, *t)) return false;
+    f += t->facts();
   }
   p = w.reserve(end_bytes - 8);
   p = put(p, end_tag);
-  p = put(p, static_cast<std::uint32_t>(idx.slots_.size()));
-  p = put(p, idx.facts_.total_entries);
-  p = put(p, idx.facts_.reserved_entries);
-  put(p, idx.facts_.total_keys);
+  p = put(p, static_cast<std::uint32_t>(tenants.size()));
+  p = put(p, f.total_entries);
+  p = put(p, f.reserved_entries);
+  put(p, f.total_keys);
   if (!w.commit(end_bytes - 8)) return false;
   return w.finish();
 }
 
-bool write_snapshot(const cache_index& idx, const std::function<bool(std::string_view)>& sink,
+bool write_snapshot(const std::vector<const tenant_index*>& tenants,
+                    const std::function<bool(std::string_view)>& sink, std::size_t chunk_bytes) {
+  return snapshot_access::write(tenants, sink, chunk_bytes);
+}
+
+bool write_snapshot(const tenant_index& idx, const std::function<bool(std::string_view)>& sink,
                     std::size_t chunk_bytes) {
-  return snapshot_access::write(idx, sink, chunk_bytes);
+  return snapshot_access::write(std::vector<const tenant_index*>{&idx}, sink, chunk_bytes);
 }
 
 }  // namespace ic::index

@@ -1,6 +1,6 @@
-// tenant_partition::lookup: the chain walk (§3.5), exact match (§3.4) and TENANT_HOT
+// tenant_index::lookup: the chain walk (§3.5), exact match (§3.4) and TENANT_HOT
 // (§3.7), plus the walk's helpers (scratch, holder comparison, prefetch, LFU refs).
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,7 +19,7 @@ using namespace partition_detail;
 
 /// What every lookup step reads: the policy's TTL and eviction mode, the SLO bias, the
 /// query scope's serving count and the model's stats rows.
-struct tenant_partition::lookup_context {
+struct tenant_index::lookup_context {
   std::int64_t ttl_ns = 0;
   std::chrono::nanoseconds ttl{};
   bool lfu = false;
@@ -39,13 +39,13 @@ struct tenant_partition::lookup_context {
   }
 };
 
-index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
+index_lookup_result tenant_index::lookup(const index_lookup_request& q,
                                              const policy::resolved_policy& pol, micros now) const {
   lookup_context c;
   c.ttl_ns = pol.eviction_ttl.count();
   c.ttl = pol.eviction_ttl;
   c.lfu = pol.eviction == policy::eviction_mode::lfu;
-  c.slo_coef = slo_coefficient(q.ttft_ms, options_->slo_tight_ttft_ms, options_->slo_tight_bias);
+  c.slo_coef = slo_coefficient(q.ttft_ms, options_.slo_tight_ttft_ms, options_.slo_tight_bias);
   c.scope = find_scope(q.model, q.hash_scheme);
   c.total = c.scope ? static_cast<std::int64_t>(scopes_[*c.scope].serving.size()) : 0;
   if (const auto model_id = names_.find(q.model)) {
@@ -70,7 +70,7 @@ index_lookup_result tenant_partition::lookup(const index_lookup_request& q,
   return out;
 }
 
-std::size_t tenant_partition::resolve_chain_keys(const index_lookup_request& q, std::uint32_t part,
+std::size_t tenant_index::resolve_chain_keys(const index_lookup_request& q, std::uint32_t part,
                                                  lookup_scratch& tls) const {
   const std::size_t n = q.chain_hashes.size();
   // The walk is bound by memory latency: resolve every block's key up front in three
@@ -125,7 +125,7 @@ std::size_t tenant_partition::resolve_chain_keys(const index_lookup_request& q, 
   return resolved;
 }
 
-void tenant_partition::walk_chain(const index_lookup_request& q, const lookup_context& c,
+void tenant_index::walk_chain(const index_lookup_request& q, const lookup_context& c,
                                   std::size_t resolved, micros now, lookup_scratch& tls) const {
   // fresh(t) <=> (now - t) * 1000 < ttl_ns <=> t > now - ceil(ttl_ns / 1000).
   micros cutoff = std::numeric_limits<micros>::max();
@@ -217,7 +217,7 @@ void tenant_partition::walk_chain(const index_lookup_request& q, const lookup_co
   flush();
 }
 
-std::size_t tenant_partition::score_runs(const lookup_context& c, micros now,
+std::size_t tenant_index::score_runs(const lookup_context& c, micros now,
                                          lookup_scratch& tls) const {
   const std::size_t nruns = tls.runs.size();
   // Score in a light array, order it, then build the result in final order. Orders are
@@ -244,7 +244,7 @@ std::size_t tenant_partition::score_runs(const lookup_context& c, micros now,
     }
     const float f = f_value;
     if (f <= 0.0f) continue;
-    const float pf = pressure_factor(c.pressure_of(rs.replica, now), options_->pressure_weight);
+    const float pf = pressure_factor(c.pressure_of(rs.replica, now), options_.pressure_weight);
     scored_run& x = sc[ns++];
     x.run = static_cast<std::uint32_t>(s);
     x.rank = rank[rs.replica];
@@ -255,7 +255,7 @@ std::size_t tenant_partition::score_runs(const lookup_context& c, micros now,
   return ns;
 }
 
-void tenant_partition::order_and_emit(const lookup_context& c, std::size_t ns,
+void tenant_index::order_and_emit(const lookup_context& c, std::size_t ns,
                                       lookup_scratch& tls, index_lookup_result& out) const {
   std::vector<scored_run>& sc = tls.scored;
   const std::vector<std::uint32_t>& rank = name_ranks();
@@ -375,7 +375,7 @@ void tenant_partition::order_and_emit(const lookup_context& c, std::size_t ns,
   }
 }
 
-index_lookup_result tenant_partition::exact_match(const index_lookup_request& q,
+index_lookup_result tenant_index::exact_match(const index_lookup_request& q,
                                                   const lookup_context& c,
                                                   std::optional<std::uint32_t> part,
                                                   micros now) const {
@@ -391,7 +391,7 @@ index_lookup_result tenant_partition::exact_match(const index_lookup_request& q,
     scored_replica sr;
     const std::uint32_t r = e[i].replica();
     sr.score.replica_id = std::string(names_.name(r));
-    const float pf = pressure_factor(c.pressure_of(r, now), options_->pressure_weight);
+    const float pf = pressure_factor(c.pressure_of(r, now), options_.pressure_weight);
     sr.score.score = score(static_cast<float>(e[i].token_count), f, pf, c.slo_coef);
     sr.score.matched_tokens = e[i].token_count;
     sr.score.estimated_cache_hit_prob = f;
@@ -408,14 +408,14 @@ index_lookup_result tenant_partition::exact_match(const index_lookup_request& q,
   return out;
 }
 
-void tenant_partition::tenant_hot(const lookup_context& c, micros now,
+void tenant_index::tenant_hot(const lookup_context& c, micros now,
                                   index_lookup_result& out) const {
-  const std::int64_t max_age = options_->tenant_hot_max_age.count();
+  const std::int64_t max_age = options_.tenant_hot_max_age.count();
   if (max_age > 0 && c.model_stats != nullptr && c.scope) {
     const auto& serving = scopes_[*c.scope].serving;
     for (const auto& [replica, row] : *c.model_stats) {
       const std::int64_t age = age_ns(now, row.stats_reported);
-      if (!(age < max_age) || !(row.hit_rate >= options_->tenant_hot_min_hit_rate)) continue;
+      if (!(age < max_age) || !(row.hit_rate >= options_.tenant_hot_min_hit_rate)) continue;
       auto sit = serving.find(replica);
       if (sit == serving.end() || sit->second == 0) continue;
       float recency;
@@ -426,7 +426,7 @@ void tenant_partition::tenant_hot(const lookup_context& c, micros now,
       } else {
         recency = 1.0f - static_cast<float>(age) / static_cast<float>(max_age);
       }
-      const float pf = pressure_factor(row.pressure, options_->pressure_weight);
+      const float pf = pressure_factor(row.pressure, options_.pressure_weight);
       scored_replica sr;
       sr.score.replica_id = std::string(names_.name(replica));
       sr.score.score = score(row.hit_rate, recency, pf, c.slo_coef);
@@ -440,13 +440,13 @@ void tenant_partition::tenant_hot(const lookup_context& c, micros now,
   }
 }
 
-tenant_partition::lookup_scratch& tenant_partition::thread_scratch() {
+tenant_index::lookup_scratch& tenant_index::thread_scratch() {
   thread_local lookup_scratch scratch;
   return scratch;
 }
 
 template <bool Lfu>
-std::size_t tenant_partition::walk_block(const entry_span& e, std::uint32_t m, std::uint32_t key,
+std::size_t tenant_index::walk_block(const entry_span& e, std::uint32_t m, std::uint32_t key,
                                          std::size_t block, micros cutoff,
                                          std::uint32_t add) const {
   lookup_scratch& tls = thread_scratch();
@@ -502,13 +502,13 @@ std::size_t tenant_partition::walk_block(const entry_span& e, std::uint32_t m, s
   return still;
 }
 
-bool tenant_partition::same_holders(const entry_span& a, const entry_span& b) {
+bool tenant_index::same_holders(const entry_span& a, const entry_span& b) {
   return a.n == b.n &&
          std::memcmp(a.rt, b.rt, static_cast<std::size_t>(a.n) * sizeof(std::uint32_t)) == 0 &&
          std::memcmp(a.ls, b.ls, static_cast<std::size_t>(a.n) * sizeof(micros)) == 0;
 }
 
-void tenant_partition::prefetch_entries(const key_record& k, bool to_l2) const {
+void tenant_index::prefetch_entries(const key_record& k, bool to_l2) const {
   // Every other line: the L2 spatial prefetcher fetches each 128-byte pair's buddy line.
   const entry_span e = entries_of(k);
   const char* ls = reinterpret_cast<const char*>(e.ls);
@@ -524,7 +524,7 @@ void tenant_partition::prefetch_entries(const key_record& k, bool to_l2) const {
   }
 }
 
-const std::vector<std::uint32_t>& tenant_partition::name_ranks() const {
+const std::vector<std::uint32_t>& tenant_index::name_ranks() const {
   // Concurrent readers may both find the cache stale; names only change under the writer.
   std::lock_guard<std::mutex> lock(ranks_mu_);
   if (ranks_.size() != names_.size()) {
@@ -538,14 +538,14 @@ const std::vector<std::uint32_t>& tenant_partition::name_ranks() const {
   return ranks_;
 }
 
-entry_ref tenant_partition::ref_of(std::uint32_t key, std::uint32_t replica) const {
+entry_ref tenant_index::ref_of(std::uint32_t key, std::uint32_t replica) const {
   const key_record& k = records_[key];
   // The key's table hash covers its bytes (also for hashes kept in the side table, whose
   // slots are reused too) and its partition.
-  return entry_ref{slot_, key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
+  return entry_ref{key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
 }
 
-void tenant_partition::credit(const entry_ref& ref) {
+void tenant_index::credit(const entry_ref& ref) {
   if (ref.key >= records_.size()) return;
   key_record& k = records_[ref.key];
   if (is_free(k)) return;

@@ -1,6 +1,6 @@
-// tenant_partition's read-only views: GetCacheState, /snapshot rows, entries by model,
+// tenant_index's read-only views: GetCacheState, /snapshot rows, entries by model,
 // the canonical dump and memory accounting.
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@ using namespace partition_detail;
 
 // ------------------------------------------------------------------------------- queries
 
-std::vector<std::string_view> tenant_partition::serving_names(std::string_view model,
+std::vector<std::string_view> tenant_index::serving_names(std::string_view model,
                                                               std::string_view scheme) const {
   std::vector<std::string_view> out;
   auto scope = find_scope(model, scheme);
@@ -29,7 +29,7 @@ std::vector<std::string_view> tenant_partition::serving_names(std::string_view m
   return out;
 }
 
-std::vector<std::pair<std::string, std::int64_t>> tenant_partition::serving(
+std::vector<std::pair<std::string, std::int64_t>> tenant_index::serving(
     std::string_view model, std::string_view scheme) const {
   std::vector<std::pair<std::string, std::int64_t>> out;
   auto scope = find_scope(model, scheme);
@@ -39,15 +39,16 @@ std::vector<std::pair<std::string, std::int64_t>> tenant_partition::serving(
   return out;
 }
 
-std::int64_t tenant_partition::model_keys(std::string_view model) const {
+std::int64_t tenant_index::model_keys(std::string_view model) const {
   auto m = names_.find(model);
   if (!m) return 0;
   auto it = keys_by_model_.find(*m);
   return it == keys_by_model_.end() ? 0 : it->second;
 }
 
-cache_state_view tenant_partition::get_cache_state(std::string_view model) const {
+cache_state_view tenant_index::get_cache_state(std::string_view model) const {
   cache_state_view v;
+  if (reserved_) return v;
   v.total_prefixes = model_keys(model);
   auto m = names_.find(model);
   if (!m) return v;
@@ -69,7 +70,7 @@ cache_state_view tenant_partition::get_cache_state(std::string_view model) const
   return v;
 }
 
-void tenant_partition::snapshot_rows(snapshot_view& out) const {
+void tenant_index::snapshot_rows(snapshot_view& out) const {
   struct row {
     std::int64_t prefix_count = 0;
     std::optional<micros> last_event;
@@ -130,13 +131,13 @@ void tenant_partition::snapshot_rows(snapshot_view& out) const {
   out.total_prefixes += keys_;
 }
 
-void tenant_partition::entries_by_model(std::map<std::string, std::int64_t>& out) const {
+void tenant_index::entries_by_model(std::map<std::string, std::int64_t>& out) const {
   for (const auto& [m, n] : keys_by_model_) {
     if (n > 0) out[std::string(names_.name(m))] += n;
   }
 }
 
-std::optional<entry_view> tenant_partition::find_entry(std::string_view model,
+std::optional<entry_view> tenant_index::find_entry(std::string_view model,
                                                        std::string_view scheme,
                                                        std::string_view adapter,
                                                        std::string_view hash,
@@ -157,7 +158,7 @@ std::optional<entry_view> tenant_partition::find_entry(std::string_view model,
   return std::nullopt;
 }
 
-void tenant_partition::dump(std::vector<std::string>& out) const {
+void tenant_index::dump(std::vector<std::string>& out) const {
   auto hex = [](const std::string& s) {
     static const char* d = "0123456789abcdef";
     std::string h;
@@ -208,7 +209,7 @@ void tenant_partition::dump(std::vector<std::string>& out) const {
   out.push_back(os.str());
 }
 
-void tenant_partition::memory(memory_breakdown& m) const {
+void tenant_index::memory(memory_breakdown& m) const {
   m.key_records +=
       records_.capacity() * sizeof(key_record) + free_records_.capacity() * sizeof(std::uint32_t);
   for (std::size_t ki = 0; ki < records_.size(); ++ki) {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/testing/combined_index.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -185,7 +186,7 @@ enum class change_cause : std::uint8_t { ingest = 0, event = 1, ttl = 2, quota =
 /// One observable change to the index, in the order it was applied (extensions.md §5).
 ///
 /// The string views point into the index's name pools and stay valid for the lifetime of the
-/// `cache_index` that produced them (names are never freed). `hash_scheme` is extra
+/// `tenant_index` that produced them (names are never freed). `hash_scheme` is extra
 /// information (CacheEvent has no such field). Changes of the reserved tenant are never
 /// recorded.
 struct cache_change {
@@ -281,6 +282,17 @@ struct snapshot_view {
   std::vector<snapshot_tenant> tenants;
   std::int64_t total_prefixes = 0;
   std::int64_t hot_prefixes = 0;
+
+  /// Appends another tenant's view (views of tenants taken in name order stay sorted).
+  snapshot_view& operator+=(snapshot_view&& v) {
+    replicas.insert(replicas.end(), std::make_move_iterator(v.replicas.begin()),
+                    std::make_move_iterator(v.replicas.end()));
+    tenants.insert(tenants.end(), std::make_move_iterator(v.tenants.begin()),
+                   std::make_move_iterator(v.tenants.end()));
+    total_prefixes += v.total_prefixes;
+    hot_prefixes += v.hot_prefixes;
+    return *this;
+  }
 };
 
 }  // namespace ic::index

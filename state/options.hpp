@@ -6,7 +6,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "index/cache_index.hpp"
+#include "index/index_types.hpp"
 #include "index/fingerprint.hpp"
 
 namespace ic::state {

@@ -19,7 +19,7 @@ void append_field(std::string& out, std::string_view field) {
 }
 
 /// Removes the probe replica (entries and stats row) from the reserved tenant.
-void clear_probe_replica(index::cache_index& index, const probe_request& request,
+void clear_probe_replica(index::tenant_index& index, const probe_request& request,
                          const std::string& replica, index::micros now) {
   index::cache_event clear;
   clear.type = static_cast<std::int32_t>(index::event_type::all_cleared);
@@ -55,7 +55,7 @@ std::string probe_hash(const probe_request& request) {
   return std::string(reinterpret_cast<const char*>(digest), len);
 }
 
-probe_outcome run_probe(index::cache_index& index, const probe_request& request,
+probe_outcome run_probe(index::tenant_index& index, const probe_request& request,
                         index::micros now) {
   probe_outcome out;
   out.backend = request.backend;
@@ -79,7 +79,7 @@ probe_outcome run_probe(index::cache_index& index, const probe_request& request,
   update.stats = stats;
   index.ingest(update, now, nullptr, index::input_origin::probe);
 
-  if (!index.find_entry(tenant, request.model, request.hash_scheme, "", hash, replica)) {
+  if (!index.find_entry(request.model, request.hash_scheme, "", hash, replica)) {
     out.ingest = probe_stage_result::failed;
     out.errors.push_back({"ingest", "probe entry for replica " + replica +
                                         " not found in the index after ingest"});
@@ -96,7 +96,8 @@ probe_outcome run_probe(index::cache_index& index, const probe_request& request,
   lookup.chain_hashes = {hash};
   lookup.chain_counts = {probe_block_tokens};
   const auto policy = policy::resolved_policy::no_policy(index.options().default_ttl);
-  const auto result = index.lookup(lookup, policy, now);
+  const auto result =
+      index::lookup_tenant(&index, index::total_keys_of(index), lookup, policy, now);
   if (result.strategy != index::lookup_strategy::prefix_match) {
     out.routing = probe_stage_result::failed;
     out.errors.push_back({"routing", "lookup answered " +

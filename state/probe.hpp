@@ -26,7 +26,7 @@
 #include <string_view>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/types.hpp"
 
 namespace ic::state {
@@ -75,7 +75,7 @@ std::string probe_hash(const probe_request& request);
 
 /// Runs stages A, B and C against `index` at `now` and clears the probe replica afterwards,
 /// whatever happened. Never fails as a call: failures are stage results.
-probe_outcome run_probe(index::cache_index& index, const probe_request& request,
+probe_outcome run_probe(index::tenant_index& index, const probe_request& request,
                         index::micros now);
 
 }  // namespace ic::state

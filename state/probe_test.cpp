@@ -53,8 +53,8 @@ TEST(ProbeReplica, IsPrefixedBackend) {
 }
 
 TEST(Probe, PassesIngestAndRoutingAndSkipsT2OnAnEmptyIndex) {
-  index::cache_index idx;
-  auto out = run_probe(idx, controller_request(), t0);
+  index::combined_index idx;
+  auto out = run_probe(idx.tenant_or_add(index::reserved_tenant), controller_request(), t0);
   EXPECT_EQ(out.backend, "team-a/vllm-backend");
   EXPECT_EQ(out.ingest, probe_stage_result::ok);
   EXPECT_EQ(out.routing, probe_stage_result::ok);
@@ -64,16 +64,16 @@ TEST(Probe, PassesIngestAndRoutingAndSkipsT2OnAnEmptyIndex) {
 }
 
 TEST(Probe, SkipsT2EvenForLmcacheBackends) {
-  index::cache_index idx;
+  index::combined_index idx;
   auto req = controller_request();
   req.backend_type = "LMCache";
-  EXPECT_EQ(run_probe(idx, req, t0).t2, probe_stage_result::skipped);
+  EXPECT_EQ(run_probe(idx.tenant_or_add(index::reserved_tenant), req, t0).t2, probe_stage_result::skipped);
 }
 
 TEST(Probe, ClearsTheProbeReplicaAfterwards) {
-  index::cache_index idx;
+  index::combined_index idx;
   auto req = controller_request();
-  run_probe(idx, req, t0);
+  run_probe(idx.tenant_or_add(index::reserved_tenant), req, t0);
   EXPECT_EQ(idx.facts().total_entries, 0);
   EXPECT_EQ(idx.facts().reserved_entries, 0);
   EXPECT_EQ(idx.facts().total_keys, 0);
@@ -83,19 +83,19 @@ TEST(Probe, ClearsTheProbeReplicaAfterwards) {
 }
 
 TEST(Probe, RepeatsWithTheSameResult) {
-  index::cache_index idx;
+  index::combined_index idx;
   for (int i = 0; i < 3; ++i) {
-    auto out = run_probe(idx, controller_request(), t0 + i);
+    auto out = run_probe(idx.tenant_or_add(index::reserved_tenant), controller_request(), t0 + i);
     EXPECT_TRUE(out.passed()) << i;
   }
   EXPECT_EQ(idx.facts().total_entries, 0);
 }
 
 TEST(Probe, LeavesProducerEntriesAndSnapshotUntouched) {
-  index::cache_index idx;
+  index::combined_index idx;
   idx.ingest(producer_update("vllm-0", "b1"), t0);
   const auto before = idx.snapshot();
-  auto out = run_probe(idx, controller_request(), t0 + 1);
+  auto out = run_probe(idx.tenant_or_add(index::reserved_tenant), controller_request(), t0 + 1);
   EXPECT_TRUE(out.passed());
   const auto after = idx.snapshot();
   ASSERT_EQ(after.replicas.size(), 1u);
@@ -108,9 +108,9 @@ TEST(Probe, LeavesProducerEntriesAndSnapshotUntouched) {
 TEST(Probe, PassesWithoutEvictingAnythingWhenTheGlobalCapIsFull) {
   index::index_options opts;
   opts.max_entries = 1;
-  index::cache_index idx(opts);
+  index::combined_index idx(opts);
   idx.ingest(producer_update("vllm-0", "b1"), t0);
-  auto out = run_probe(idx, controller_request(), t0 + 1);
+  auto out = run_probe(idx.tenant_or_add(index::reserved_tenant), controller_request(), t0 + 1);
   EXPECT_TRUE(out.passed());
   EXPECT_TRUE(idx.find_entry("team-a", "llama", "vllm", "", "b1", "vllm-0"));
 }

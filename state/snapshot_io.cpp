@@ -100,12 +100,12 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
       // One combined index in the stream: each tenant is loaded into an index of its own,
       // under its policy and quota (policies are not in the index bytes).
       loader_ = std::make_unique<index::snapshot_loader>(
-          [this](std::string_view tenant) -> index::cache_index* {
+          [this](std::string_view tenant) -> index::tenant_index* {
             const std::string name(tenant);
-            auto idx = std::make_unique<index::cache_index>(
-                tenant_index_options(options_, set_->facts().get()));
-            idx->set_tenant_policy(name, set_->policies()->resolve(name));
-            idx->set_tenant_quota(name, set_->policies()->quota(name));
+            auto idx = std::make_unique<index::tenant_index>(
+                name, tenant_index_options(options_, set_->facts().get()));
+            idx->set_policy(set_->policies()->resolve(name));
+            idx->set_quota(set_->policies()->quota(name));
             v1_tenants_.emplace_back(name, std::move(idx));
             return v1_tenants_.back().second.get();
           });
@@ -121,7 +121,8 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
   if (chunk[0] == kTenantTag) {
     if (!finish_tenant(error)) return bad("snapshot tenant " + tenant_ + ": " + (error ? *error : ""));
     tenant_.assign(body.data(), body.size());
-    index_ = std::make_unique<index::cache_index>(tenant_index_options(options_, set_->facts().get()));
+    index_ = std::make_unique<index::tenant_index>(tenant_,
+                                                   tenant_index_options(options_, set_->facts().get()));
     loader_ = std::make_unique<index::snapshot_loader>(*index_);
     return true;
   }

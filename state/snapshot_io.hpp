@@ -68,10 +68,10 @@ class state_loader {
   std::string policy_json_;
   // Version 2: the tenant being loaded.
   std::string tenant_;
-  std::unique_ptr<index::cache_index> index_;
+  std::unique_ptr<index::tenant_index> index_;
   std::unique_ptr<index::snapshot_loader> loader_;
   /// Version 1: the tenants split out of the combined stream, in stream order.
-  std::vector<std::pair<std::string, std::unique_ptr<index::cache_index>>> v1_tenants_;
+  std::vector<std::pair<std::string, std::unique_ptr<index::tenant_index>>> v1_tenants_;
   bool failed_ = false;
 };
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "index/testing/combined_index.hpp"
 #include "state/test_support.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
@@ -53,7 +54,7 @@ TEST(StateSnapshot, RoundTripRestoresIndexAndPolicies) {
 TEST(StateSnapshot, ReadsAVersionOneSnapshotOfOneCombinedIndex) {
   // Version 1 (before tenants had indexes of their own): header + one combined index.
   tenant_set expected;
-  index::cache_index combined;
+  index::combined_index combined;
   for (auto [tenant, replica, block, at] :
        {std::tuple{"a", "r1", "x", kT0}, std::tuple{"b", "r2", "y", kT0 + 5},
         std::tuple{"a", "r2", "z", kT0 + 9}}) {

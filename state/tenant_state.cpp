@@ -38,14 +38,15 @@ index::route_options route_options_of(const state_options& o) {
   return r;
 }
 
-lookup_outcome decide_on(const index::cache_index& idx, const index::route_options& ro,
+lookup_outcome decide_on(const index::tenant_index* idx, std::int64_t total_keys,
+                         const index::route_options& ro,
                          const index::lookup_route_request& request, index::micros now_us,
                          const policy::policy_store& policies,
                          const std::function<bool()>& expired) {
   const policy::resolved_policy pol = policies.resolve(request.tenant_id);
   index::route_plan plan = index::plan_route(request, pol, ro);
   if (plan.early) return {std::move(*plan.early), {}};
-  index::route_decision decision = index::decide_route(idx, request, plan, pol, now_us);
+  index::route_decision decision = index::decide_route(idx, total_keys, request, plan, pol, now_us);
   if (expired && expired()) return {index::timeout_response(plan), {}};
   return {std::move(decision.response), std::move(decision.credit)};
 }
@@ -57,10 +58,10 @@ lookup_outcome decide_on(const index::cache_index& idx, const index::route_optio
 tenant_state::tenant_state(std::string tenant, const state_options& options,
                            index::shared_facts* shared, policy_ptr policies)
     : tenant_state(std::move(tenant),
-                   std::make_unique<index::cache_index>(tenant_index_options(options, shared)),
+                   std::make_unique<index::tenant_index>(tenant, tenant_index_options(options, shared)),
                    options, std::move(policies)) {}
 
-tenant_state::tenant_state(std::string tenant, std::unique_ptr<index::cache_index> idx,
+tenant_state::tenant_state(std::string tenant, std::unique_ptr<index::tenant_index> idx,
                            const state_options& options, policy_ptr policies)
     : tenant_(std::move(tenant)), index_(std::move(idx)), route_options_(route_options_of(options)) {
   set_policies(std::move(policies));
@@ -94,7 +95,7 @@ index::event_result tenant_state::apply_event(const index::cache_event& e, index
   return index_->apply_event(e, at, changes);
 }
 
-bool tenant_state::sweep_step(index::micros at, index::cache_index::sweep_cursor& cursor,
+bool tenant_state::sweep_step(index::micros at, index::tenant_index::sweep_cursor& cursor,
                               std::size_t max_keys, index::change_log* changes,
                               index::sweep_result& result) {
   return index_->sweep_step(at, cursor, max_keys, changes, result);
@@ -102,8 +103,8 @@ bool tenant_state::sweep_step(index::micros at, index::cache_index::sweep_cursor
 
 void tenant_state::set_policies(policy_ptr policies) {
   policies_ = std::move(policies);
-  index_->set_tenant_policy(tenant_, policies_->resolve(tenant_));
-  index_->set_tenant_quota(tenant_, policies_->quota(tenant_));
+  index_->set_policy(policies_->resolve(tenant_));
+  index_->set_quota(policies_->quota(tenant_));
 }
 
 void tenant_state::credit(const std::vector<index::scored_replica>& hits) {
@@ -117,22 +118,25 @@ probe_outcome tenant_state::probe(const probe_request& request, index::micros no
 lookup_outcome tenant_state::decide(const index::lookup_route_request& request,
                                     index::micros now_us,
                                     const std::function<bool()>& expired) const {
-  return decide_on(*index_, route_options_, request, now_us, *policies_, expired);
+  return decide_on(index_.get(), index::total_keys_of(*index_), route_options_, request, now_us,
+                   *policies_, expired);
 }
 
 index::cache_state_view tenant_state::cache_state(const std::string& model) const {
-  return index_->get_cache_state(tenant_, model);
+  return index_->get_cache_state(model);
 }
 
 // ---------------------------------------------------------------------------- absent_tenant
 
 absent_tenant::absent_tenant(const state_options& options, index::shared_facts* shared)
-    : index_(tenant_index_options(options, shared)), route_options_(route_options_of(options)) {}
+    : shared_(shared), route_options_(route_options_of(options)) {}
 
 lookup_outcome absent_tenant::decide(const index::lookup_route_request& request,
                                      index::micros now_us,
                                      const policy::policy_store& policies) const {
-  return decide_on(index_, route_options_, request, now_us, policies, {});
+  const std::int64_t total_keys =
+      shared_ != nullptr ? shared_->total_keys.load(std::memory_order_acquire) : 0;
+  return decide_on(nullptr, total_keys, route_options_, request, now_us, policies, {});
 }
 
 // -------------------------------------------------------------------------------- cap merge
@@ -223,7 +227,7 @@ apply_outcome tenant_set::apply(const proto::decoded_record& record, index::chan
           set_policies(std::move(next).value());
         } else {
           for (auto& [_, t] : tenants_) {
-            index::cache_index::sweep_cursor cursor;
+            index::tenant_index::sweep_cursor cursor;
             while (!t->sweep_step(at, cursor, std::size_t{1} << 30, changes, out.sweep)) {
             }
           }
@@ -262,15 +266,7 @@ std::vector<std::string> tenant_set::canonical_dump() const {
 
 index::snapshot_view merge_snapshots(const std::vector<const tenant_state*>& tenants) {
   index::snapshot_view out;
-  for (const auto* t : tenants) {
-    index::snapshot_view v = t->index().snapshot();
-    out.replicas.insert(out.replicas.end(), std::make_move_iterator(v.replicas.begin()),
-                        std::make_move_iterator(v.replicas.end()));
-    out.tenants.insert(out.tenants.end(), std::make_move_iterator(v.tenants.begin()),
-                       std::make_move_iterator(v.tenants.end()));
-    out.total_prefixes += v.total_prefixes;
-    out.hot_prefixes += v.hot_prefixes;
-  }
+  for (const auto* t : tenants) out += t->index().snapshot();
   return out;
 }
 
@@ -284,16 +280,11 @@ std::vector<std::pair<std::string, std::int64_t>> merge_entries_by_model(
 
 std::vector<std::string> merge_dumps(const std::vector<const tenant_state*>& tenants,
                                      const index::shared_facts& facts) {
-  std::vector<std::string> out;
-  for (const auto* t : tenants) {
-    for (auto& line : t->index().canonical_dump())
-      if (line.rfind("G|", 0) != 0) out.push_back(std::move(line));
-  }
-  out.push_back("G|" + std::to_string(facts.total_entries.load()) + "|" +
-                std::to_string(facts.reserved_entries.load()) + "|" +
-                std::to_string(facts.total_keys.load()));
-  std::sort(out.begin(), out.end());
-  return out;
+  std::vector<const index::tenant_index*> indexes;
+  for (const auto* t : tenants) indexes.push_back(&t->index());
+  return index::merged_dump(indexes, index::index_facts{facts.total_entries.load(),
+                                                        facts.reserved_entries.load(),
+                                                        facts.total_keys.load()});
 }
 
 }  // namespace ic::state

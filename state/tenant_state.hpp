@@ -3,11 +3,11 @@
 // serially: recovery replays the journal through it, and tests use it as the oracle the
 // actors must match).
 //
-// Each tenant has its own `index::cache_index` holding only that tenant's partition. The
+// Each tenant has its own `index::tenant_index` (its entries, policy, quota and orders). The
 // indexes share one `index::shared_facts` (total entries, reserved entries, total keys: the
 // cold-start carve-out reads it) and leave the global cap (§4.6) to their owner: `tenant_set`
 // merges the tenants' cap orders with `enforce_cap`, and the live runtime's coordinator actor
-// runs the same merge by messages (actors/runtime.cpp). Records are applied at their own
+// runs the same merge by messages (actors/coordinator.cpp). Records are applied at their own
 // recorded time, so replaying a journal rebuilds the same indexes.
 //
 //   tenant_set set(opts);
@@ -25,7 +25,7 @@
 
 #include "state/probe.hpp"
 #include "proto/record_codec.hpp"
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/route_lookup.hpp"
 #include "index/types.hpp"
 #include "policy/policy_store.hpp"
@@ -76,7 +76,7 @@ class tenant_state {
   tenant_state(std::string tenant, const state_options& options, index::shared_facts* shared,
                policy_ptr policies);
   /// A tenant rebuilt from a snapshot or a split: takes `idx` as it is.
-  tenant_state(std::string tenant, std::unique_ptr<index::cache_index> idx,
+  tenant_state(std::string tenant, std::unique_ptr<index::tenant_index> idx,
                const state_options& options, policy_ptr policies);
 
   const std::string& tenant() const { return tenant_; }
@@ -94,12 +94,12 @@ class tenant_state {
   /// Applies an event.
   index::event_result apply_event(const index::cache_event& e, index::micros at,
                                   index::change_log* changes);
-  /// Runs the next slice of a TTL sweep (see cache_index::sweep_step); true when complete.
-  bool sweep_step(index::micros at, index::cache_index::sweep_cursor& cursor, std::size_t max_keys,
+  /// Runs the next slice of a TTL sweep (see tenant_index::sweep_step); true when complete.
+  bool sweep_step(index::micros at, index::tenant_index::sweep_cursor& cursor, std::size_t max_keys,
                   index::change_log* changes, index::sweep_result& result);
   /// Installs a new policy set (this tenant's TTL, eviction mode, quota).
   void set_policies(policy_ptr policies);
-  /// The cap merge (§4.6), see index::cache_index::cap_victim / evict_cap.
+  /// The cap merge (§4.6), see index::tenant_index::cap_victim / evict_cap.
   std::optional<index::cap_head> cap_victim() { return index_->cap_victim(); }
   std::int64_t evict_cap(const std::optional<index::cap_head>& bound, std::int64_t max,
                          index::micros ts, index::change_log* changes,
@@ -118,13 +118,13 @@ class tenant_state {
   /// GetCacheState of (this tenant, model).
   index::cache_state_view cache_state(const std::string& model) const;
 
-  const index::cache_index& index() const { return *index_; }
+  const index::tenant_index& index() const { return *index_; }
   const policy::policy_store& policies() const { return *policies_; }
   const policy_ptr& policy_set() const { return policies_; }
 
  private:
   std::string tenant_;
-  std::unique_ptr<index::cache_index> index_;
+  std::unique_ptr<index::tenant_index> index_;
   policy_ptr policies_;
   index::route_options route_options_;
 };
@@ -138,7 +138,7 @@ class absent_tenant {
                         const policy::policy_store& policies) const;
 
  private:
-  index::cache_index index_;
+  index::shared_facts* shared_;
   index::route_options route_options_;
 };
 

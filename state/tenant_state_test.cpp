@@ -75,8 +75,8 @@ TEST(TenantSet, GlobalCapEvictsAcrossTenantsInCapOrder) {
   EXPECT_EQ(out.ingest.cap_evicted_lru, 1);
   EXPECT_EQ(st.facts()->total_entries.load(), 3);
   // The oldest entry (tenant b's "old") went, although the ingest was tenant a's.
-  EXPECT_FALSE(st.tenants().at("b")->index().find_entry("b", "m", "vllm", "", "old", "r1"));
-  EXPECT_TRUE(st.tenants().at("a")->index().find_entry("a", "m", "vllm", "", "mid", "r1"));
+  EXPECT_FALSE(st.tenants().at("b")->index().find_entry("m", "vllm", "", "old", "r1"));
+  EXPECT_TRUE(st.tenants().at("a")->index().find_entry("m", "vllm", "", "mid", "r1"));
 }
 
 TEST(TenantSet, PolicyRecordReplacesPoliciesAndQuotas) {

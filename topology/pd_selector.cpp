@@ -67,7 +67,9 @@ prefix_probe index_pd_view::probe(std::string_view tenant, std::string_view mode
   q.model = model;
   q.hash_scheme = scheme;
   q.exact_key = std::string(key);
-  auto result = index_.lookup(q, policy, now);
+  // A view serves one tenant: any other holds nothing here.
+  const index::tenant_index* in = tenant_ != nullptr && tenant_->name() == tenant ? tenant_ : nullptr;
+  auto result = index::lookup_tenant(in, total_keys_, q, policy, now);
   prefix_probe out;
   switch (result.strategy) {
     case index::lookup_strategy::prefix_match:

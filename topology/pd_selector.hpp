@@ -10,7 +10,7 @@
 //   auto resp = ic::topology::select_pd_route(req, *store.current(), policy, view, clock,
 //                                             caller_deadline_us);
 //
-// `index_pd_view` implements the view over an `ic::index::cache_index` for the entries and
+// `index_pd_view` implements the view over the request tenant's `ic::index::tenant_index` for the entries and
 // the miss classifier (both are the index's own functions) and takes stats rows with their
 // `last_seen` from a `stats_table`: the index keeps stats `last_seen` private today, so the
 // wiring either feeds a table or adds an index accessor behind the same interface.
@@ -24,7 +24,7 @@
 #include <tuple>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 #include "topology/topology_store.hpp"
@@ -131,9 +131,12 @@ class stats_table {
 /// `pd_state_view` over a tenant index (entries, classifier) plus a stats table.
 class index_pd_view : public pd_state_view {
  public:
-  /// Both must outlive the view; neither is copied.
-  index_pd_view(const index::cache_index& index, const stats_table& stats)
-      : index_(index), stats_(stats) {}
+  /// `tenant` is the request tenant's index (nullptr: the tenant holds nothing); `total_keys`
+  /// every tenant's distinct keys (the shared totals, for the cold-start carve-out). The
+  /// index and `stats` must outlive the view; neither is copied.
+  index_pd_view(const index::tenant_index* tenant, std::int64_t total_keys,
+                const stats_table& stats)
+      : tenant_(tenant), total_keys_(total_keys), stats_(stats) {}
 
   void stats_rows(std::string_view tenant, std::string_view model,
                   std::vector<replica_row>& out) const override;
@@ -146,7 +149,8 @@ class index_pd_view : public pd_state_view {
                      micros now) const override;
 
  private:
-  const index::cache_index& index_;
+  const index::tenant_index* tenant_;
+  std::int64_t total_keys_;
   const stats_table& stats_;
 };
 

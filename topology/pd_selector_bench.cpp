@@ -21,7 +21,7 @@ class fixed_clock : public topology::clock {
 };
 
 struct bench_state {
-  index::cache_index idx{index::index_options{0, std::chrono::minutes(30)}};
+  index::tenant_index idx{"t", index::index_options{0, std::chrono::minutes(30)}};
   topology::stats_table stats;
   topology::topology_store store;
   std::vector<std::string> keys;
@@ -56,7 +56,7 @@ struct bench_state {
 
 void BM_SelectPdRoute(benchmark::State& st) {
   static bench_state s(100'000);
-  topology::index_pd_view view(s.idx, s.stats);
+  topology::index_pd_view view(&s.idx, s.idx.facts().total_keys, s.stats);
   fixed_clock clock;
   auto policy = policy::resolved_policy::no_policy();
   topology::pd_route_request req;
@@ -89,7 +89,7 @@ void BM_LookupRouteExact(benchmark::State& st) {
   for (auto _ : st) {
     req.prefix_hash = hit ? s.keys[i++ % s.keys.size()] : index::to_wire(++i);
     index::route_plan plan = index::plan_route(req, policy);
-    auto d = index::decide_route(s.idx, req, plan, policy, t0);
+    auto d = index::decide_route(&s.idx, s.idx.facts().total_keys, req, plan, policy, t0);
     benchmark::DoNotOptimize(d);
   }
   st.SetLabel(hit ? "PREFIX_MATCH (4 holders)" : "miss -> AFFINITY_HINT");

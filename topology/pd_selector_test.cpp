@@ -1,5 +1,6 @@
 // LookupPDRoute selection: the scenarios of pd-templates.md §2.8 decidable without the
-// server, on a real `cache_index` (entries, TTL, events, classifier) plus a stats table.
+// server, on real tenant indexes (entries, TTL, events, classifier; held by the combined test
+// oracle, which hands out the request tenant's index) plus a stats table.
 // Each test is named after its scenario number; fixture F is built in `PdRouteScenarios`.
 #include "topology/pd_selector.hpp"
 
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "index/test_support.hpp"
+#include "index/testing/combined_index.hpp"
 #include "topology/topology_json.hpp"
 
 namespace ic::topology {
@@ -17,6 +19,12 @@ using index::testing::legacy;
 using index::testing::minute;
 using index::testing::t0;
 using index::testing::update;
+
+/// The view the server builds for one request: the request tenant's index and the totals.
+index_pd_view view_of(const index::combined_index& idx, const stats_table& stats,
+                      std::string_view tenant) {
+  return index_pd_view(idx.tenant(tenant), idx.facts().total_keys, stats);
+}
 
 constexpr micros second = 1'000'000;
 const std::string K("\x01\x02\x03\x04\x05\x06\x07\x08", 8);
@@ -79,7 +87,7 @@ class PdRouteScenarios : public ::testing::Test {
   }
   pd_route_response run(const policy::resolved_policy& pol = policy::resolved_policy::no_policy(),
                         std::optional<micros> deadline = std::nullopt) {
-    index_pd_view view(index, stats);
+    index_pd_view view = view_of(index, stats, request.tenant_id);
     stepping_clock c(t0);
     return select_pd_route(request, *store.current(), pol, view, c, deadline);
   }
@@ -93,7 +101,7 @@ class PdRouteScenarios : public ::testing::Test {
     expect(got, {std::string(reason), "", "", ""});
   }
 
-  index::cache_index index;
+  index::combined_index index;
   stats_table stats;
   topology_store store;
   pd_route_request request;
@@ -155,9 +163,9 @@ TEST_F(PdRouteScenarios, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
 }
 
 TEST_F(PdRouteScenarios, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
-  index::cache_index other;
+  index::combined_index other;
   other.ingest(update("x", {legacy(K, 256)}, "someone-else", "m", "vllm"), t0);
-  index_pd_view view(other, stats);
+  index_pd_view view = view_of(other, stats, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(),
                                view, c),
@@ -165,9 +173,9 @@ TEST_F(PdRouteScenarios, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
 }
 
 TEST_F(PdRouteScenarios, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashScheme) {
-  index::cache_index sglang;
+  index::combined_index sglang;
   sglang.ingest(update("p-1", {legacy(K, 256)}, "serving", "m", "sglang"), t0);
-  index_pd_view view(sglang, stats);
+  index_pd_view view = view_of(sglang, stats, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(),
                                view, c),
@@ -175,8 +183,8 @@ TEST_F(PdRouteScenarios, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashSche
 }
 
 TEST_F(PdRouteScenarios, Scenario10_EmptyIndexIsColdStartAffinity) {
-  index::cache_index empty;
-  index_pd_view view(empty, stats);
+  index::combined_index empty;
+  index_pd_view view = view_of(empty, stats, request.tenant_id);
   stepping_clock c(t0);
   expect(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(), view, c),
          affinity_p2);
@@ -346,7 +354,7 @@ TEST_F(PdRouteScenarios, Scenario37_ExpiredDeadlineIsTimeout) {
   expect_empty(run(pol, t0 - 1), "TIMEOUT");
   expect_empty(run(pol, t0), "TIMEOUT");
   // The tenant budget breached during the lookup (the clock advances 10 ms per read).
-  index_pd_view view(index, stats);
+  index_pd_view view = view_of(index, stats, request.tenant_id);
   stepping_clock slow(t0, 10'000);
   expect_empty(select_pd_route(request, *store.current(), pol, view, slow), "TIMEOUT");
   // Reserved tenant beats TIMEOUT; TIMEOUT beats requireChain.
@@ -379,7 +387,7 @@ TEST_F(PdRouteScenarios, Scenario41_RestoredStoreAnswersTheSame) {
   ASSERT_TRUE(set) << set.error();
   restored.apply(*set);
   EXPECT_EQ(restored.to_json(), store.to_json());
-  index_pd_view view(index, stats);
+  index_pd_view view = view_of(index, stats, request.tenant_id);
   stepping_clock c(t0);
   expect(select_pd_route(request, *restored.current(), policy::resolved_policy::no_policy(), view, c),
          scenario1);
@@ -401,7 +409,7 @@ TEST_F(PdRouteScenarios, Scenario44_IdenticalCallsGiveIdenticalAnswers) {
 
 TEST_F(PdRouteScenarios, EmptyStoreAnswersUnknownTopology) {
   topology_store empty;
-  index_pd_view view(index, stats);
+  index_pd_view view = view_of(index, stats, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *empty.current(), policy::resolved_policy::no_policy(), view, c),
                "UNKNOWN_TOPOLOGY");

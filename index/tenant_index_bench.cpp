@@ -1,5 +1,5 @@
-// Benchmarks of the index: memory per entry, 64-block chain lookup, ingest rate, over-cap
-// ingest. The 10 M-entry cases are registered only when IC_INDEX_BENCH_LARGE=1 (they take
+// Benchmarks of the per-tenant index (`tenant_index`, what each tenant actor runs): memory
+// per entry, 64-block chain lookup, ingest rate, over-cap ingest (its own cap). The 10 M-entry cases are registered only when IC_INDEX_BENCH_LARGE=1 (they take
 // ~1 GiB and tens of seconds); see index/README.md "Benchmarks" for commands and figures.
 #include <malloc.h>
 
@@ -14,7 +14,7 @@
 #include <benchmark/benchmark.h>
 
 #include "index/bench_support.hpp"
-#include "index/cache_index.hpp"
+#include "index/tenant_index.hpp"
 #include "index/fingerprint.hpp"
 
 namespace ic::index {
@@ -33,7 +33,7 @@ void BM_BytesPerEntry(benchmark::State& state) {
     const std::size_t before = heap_in_use();
     index_options o;
     o.max_entries = cap_on ? entries * 2 : 0;  // cap structures kept, never hit
-    auto idx = std::make_unique<cache_index>(o);
+    auto idx = std::make_unique<tenant_index>("tenant", o);
     fill(*idx, entries, replicas, base_ts);
     const std::size_t after = heap_in_use();
     const auto n = static_cast<double>(idx->facts().total_entries);
@@ -49,7 +49,7 @@ void BM_BytesPerEntry(benchmark::State& state) {
 // ------------------------------------------------------------------------ chain lookup
 
 struct lookup_fixture {
-  std::unique_ptr<cache_index> idx;
+  std::unique_ptr<tenant_index> idx;
   std::vector<index_lookup_request> requests;
 };
 
@@ -59,7 +59,7 @@ lookup_fixture& lookup_fixture_for(std::int64_t entries, int replicas_per_key) {
   if (!f.idx) {
     index_options o;
     o.max_entries = 0;
-    f.idx = std::make_unique<cache_index>(o);
+    f.idx = std::make_unique<tenant_index>("tenant", o);
     auto chains = fill(*f.idx, entries, replicas_per_key, base_ts);
     std::uint64_t pick = 7;
     for (int i = 0; i < 1024; ++i) {
@@ -88,7 +88,8 @@ void BM_ChainLookup64(benchmark::State& state) {
   std::size_t i = 0;
   for (auto _ : state) {
     const auto t = std::chrono::steady_clock::now();
-    auto r = f.idx->lookup(f.requests[i++ & mask], pol, base_ts + 1);
+    auto r = lookup_tenant(f.idx.get(), total_keys_of(*f.idx), f.requests[i++ & mask], pol,
+                           base_ts + 1);
     benchmark::DoNotOptimize(r);
     if (ns.size() < ns.capacity()) {
       ns.push_back(
@@ -110,7 +111,7 @@ void BM_IngestNewBlocks(benchmark::State& state) {
   const bool cap_on = state.range(0) != 0;
   index_options o;
   o.max_entries = cap_on ? 1'000'000'000 : 0;
-  auto idx = std::make_unique<cache_index>(o);
+  auto idx = std::make_unique<tenant_index>("tenant", o);
   std::uint64_t seed = 99;
   std::vector<cache_state_update> updates;
   for (int i = 0; i < 4096; ++i)
@@ -134,7 +135,7 @@ void BM_IngestNewBlocks(benchmark::State& state) {
 
 void BM_IngestRefresh(benchmark::State& state) {
   index_options o;
-  auto idx = std::make_unique<cache_index>(o);
+  auto idx = std::make_unique<tenant_index>("tenant", o);
   std::uint64_t seed = 5;
   std::vector<cache_state_update> updates;
   for (int i = 0; i < 4096; ++i)
@@ -155,11 +156,11 @@ void BM_IngestOverCap(benchmark::State& state) {
   const bool lfu = state.range(1) != 0;
   index_options o;
   o.max_entries = cap;
-  auto idx = std::make_unique<cache_index>(o);
+  auto idx = std::make_unique<tenant_index>("tenant", o);
   if (lfu) {
     policy::resolved_policy p;
     p.eviction = policy::eviction_mode::lfu;
-    idx->set_tenant_policy("tenant", p);
+    idx->set_policy(p);
   }
   fill(*idx, cap, 8, base_ts);
   std::uint64_t seed = 1234;
@@ -203,7 +204,7 @@ BENCHMARK(BM_ChainLookup64)
 void BM_SweepNothingExpired(benchmark::State& state) {
   index_options o;
   o.max_entries = 0;  // unbounded, so the index really holds range(0) entries
-  cache_index idx(o);
+  tenant_index idx("tenant", o);
   fill(idx, state.range(0), static_cast<int>(state.range(1)), base_ts);
   micros now = base_ts + 1'000'000;
   for (auto _ : state) {

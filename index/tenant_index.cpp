@@ -1,6 +1,6 @@
-// tenant_partition: names, construction, the key hash table, entries, ingest, events and
+// tenant_index: names, construction, the key hash table, entries, ingest, events and
 // the TTL sweep. Eviction orders, lookup and views are in files of their own.
-#include "index/tenant_partition.hpp"
+#include "index/tenant_index.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -50,40 +50,44 @@ std::uint8_t normalize_tier(std::int32_t wire) {
 
 // ---------------------------------------------------------------------------- construction
 
-tenant_partition::tenant_partition(std::string name, std::uint32_t slot, global_facts* facts,
-                                   const index_options* options)
-    : name_(std::move(name)),
-      slot_(slot),
-      reserved_(name_ == reserved_tenant),
-      facts_(facts),
-      options_(options) {
-  policy_.eviction_ttl = options_->default_ttl;
+tenant_index::tenant_index(std::string name, index_options options)
+    : name_(std::move(name)), reserved_(name_ == reserved_tenant), options_(options) {
+  if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
+  policy_.eviction_ttl = options_.default_ttl;
   slots_.assign(16, 0);
 }
 
-tenant_partition::~tenant_partition() {
+tenant_index::~tenant_index() {
   for (std::size_t i = 0; i < records_.size(); ++i) {
     key_record& k = records_[i];
     if (!is_free(k) && on_heap(k)) std::free(k.u.block);
   }
 }
 
-void tenant_partition::rebind(std::uint32_t slot, global_facts* facts,
-                              const index_options* options) {
+void tenant_index::rebind(const index_options& options) {
   const bool tracked = cap_tracked();
-  slot_ = slot;
-  facts_ = facts;
+  const index_facts mine = facts();
+  {
+    // The facts leave the old totals and join the new ones.
+    facts_guard leaving(*this);
+    entries_ = keys_ = 0;
+  }
+  entries_ = mine.total_entries;
+  keys_ = mine.total_keys;
   options_ = options;
+  if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
+  publish_facts(index_facts{});
   if (tracked != cap_tracked()) rebuild_cap_order();
 }
 
-void tenant_partition::set_policy(const policy::resolved_policy& policy) {
+void tenant_index::set_policy(const policy::resolved_policy& policy) {
   const bool mode_changed = policy.eviction != policy_.eviction;
   policy_ = policy;
+  if (policy_.eviction_ttl.count() <= 0) policy_.eviction_ttl = options_.default_ttl;
   if (mode_changed) rebuild_cap_order();
 }
 
-void tenant_partition::set_quota(std::optional<std::int64_t> quota) {
+void tenant_index::set_quota(std::optional<std::int64_t> quota) {
   if (quota && *quota < 0) quota = 0;
   if (reserved_) quota.reset();
   const bool was = quota_.has_value();
@@ -97,7 +101,7 @@ void tenant_partition::set_quota(std::optional<std::int64_t> quota) {
 
 // --------------------------------------------------------------------------- names / scopes
 
-std::uint32_t tenant_partition::part_of(std::string_view model, std::string_view scheme,
+std::uint32_t tenant_index::part_of(std::string_view model, std::string_view scheme,
                                         std::string_view adapter) {
   const auto m = names_.intern(model);
   const auto s = names_.intern(scheme);
@@ -120,7 +124,7 @@ std::uint32_t tenant_partition::part_of(std::string_view model, std::string_view
   return id;
 }
 
-std::optional<std::uint32_t> tenant_partition::find_part(std::string_view model,
+std::optional<std::uint32_t> tenant_index::find_part(std::string_view model,
                                                          std::string_view scheme,
                                                          std::string_view adapter) const {
   auto m = names_.find(model);
@@ -132,7 +136,7 @@ std::optional<std::uint32_t> tenant_partition::find_part(std::string_view model,
   return it->second;
 }
 
-std::optional<std::uint32_t> tenant_partition::find_scope(std::string_view model,
+std::optional<std::uint32_t> tenant_index::find_scope(std::string_view model,
                                                           std::string_view scheme) const {
   auto m = names_.find(model);
   auto s = names_.find(scheme);
@@ -144,34 +148,34 @@ std::optional<std::uint32_t> tenant_partition::find_scope(std::string_view model
 
 // -------------------------------------------------------------------------- key hash table
 
-std::uint64_t tenant_partition::key_hash(std::uint32_t part, std::string_view bytes) const {
+std::uint64_t tenant_index::key_hash(std::uint32_t part, std::string_view bytes) const {
   if (bytes.size() == 8) return mix64(load_be64(bytes) + part * 0x9E3779B97F4A7C15ULL);
   return XXH3_64bits_withSeed(bytes.data(), bytes.size(), part + 0x51ULL);
 }
 
-std::uint64_t tenant_partition::key_hash(const key_record& k) const {
+std::uint64_t tenant_index::key_hash(const key_record& k) const {
   if (k.part & long_flag) return key_hash(part_id(k), long_hashes_[k.hash]);
   return mix64(k.hash + part_id(k) * 0x9E3779B97F4A7C15ULL);
 }
 
-bool tenant_partition::key_equals(const key_record& k, std::uint32_t part,
+bool tenant_index::key_equals(const key_record& k, std::uint32_t part,
                                   std::string_view bytes) const {
   if (part_id(k) != part) return false;
   if (k.part & long_flag) return bytes.size() != 8 && long_hashes_[k.hash] == bytes;
   return bytes.size() == 8 && k.hash == load_be64(bytes);
 }
 
-std::string tenant_partition::key_bytes(const key_record& k) const {
+std::string tenant_index::key_bytes(const key_record& k) const {
   if (k.part & long_flag) return long_hashes_[k.hash];
   return store_be64(k.hash);
 }
 
-std::optional<std::uint32_t> tenant_partition::find_key(std::uint32_t part,
+std::optional<std::uint32_t> tenant_index::find_key(std::uint32_t part,
                                                         std::string_view bytes) const {
   return find_key_hashed(part, bytes, key_hash(part, bytes));
 }
 
-std::optional<std::uint32_t> tenant_partition::find_key_hashed(std::uint32_t part,
+std::optional<std::uint32_t> tenant_index::find_key_hashed(std::uint32_t part,
                                                                std::string_view bytes,
                                                                std::uint64_t h) const {
   std::size_t at = 0;
@@ -181,7 +185,7 @@ std::optional<std::uint32_t> tenant_partition::find_key_hashed(std::uint32_t par
   return found;
 }
 
-void tenant_partition::grow_table() {
+void tenant_index::grow_table() {
   std::vector<std::uint32_t> next(slots_.size() * 2, 0);
   const std::size_t mask = next.size() - 1;
   for (std::uint32_t s : slots_) {
@@ -193,7 +197,7 @@ void tenant_partition::grow_table() {
   slots_.swap(next);
 }
 
-std::uint32_t tenant_partition::find_or_create_key(std::uint32_t part, std::string_view bytes,
+std::uint32_t tenant_index::find_or_create_key(std::uint32_t part, std::string_view bytes,
                                                    bool& created) {
   const std::uint64_t h = key_hash(part, bytes);
   std::size_t i = 0;
@@ -234,14 +238,13 @@ std::uint32_t tenant_partition::find_or_create_key(std::uint32_t part, std::stri
   if (idx + 1 > slot_index_mask) std::abort();  // > 64 M keys in one tenant
   slots_[i] = slot_tag_of(h) | (idx + 1);
   ++keys_;
-  ++facts_->total_keys;
   ++keys_by_model_[parts_[part].model];
   // Keep the load factor at or below 7/8.
   if (static_cast<std::size_t>(keys_) * 8 > slots_.size() * 7) grow_table();
   return idx;
 }
 
-void tenant_partition::erase_slot(std::uint32_t key) {
+void tenant_index::erase_slot(std::uint32_t key) {
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = key_hash(records_[key]) & mask;
   while ((slots_[i] & slot_index_mask) != key + 1) i = (i + 1) & mask;
@@ -262,7 +265,7 @@ void tenant_partition::erase_slot(std::uint32_t key) {
 
 // ------------------------------------------------------------------------------- entries
 
-std::uint32_t tenant_partition::find_replica(const key_record& k, std::uint32_t replica) {
+std::uint32_t tenant_index::find_replica(const key_record& k, std::uint32_t replica) {
   const entry_span e = entries_of(k);
   for (std::uint32_t i = 0; i < e.n; ++i) {
     if ((e.rt[i] & 0xFFFFFFu) == replica) return i;
@@ -290,7 +293,7 @@ char* make_block(std::uint32_t cap, const entry_span& from, std::uint32_t n) {
 
 }  // namespace
 
-std::uint32_t tenant_partition::add_replica(key_record& k, std::uint32_t replica) {
+std::uint32_t tenant_index::add_replica(key_record& k, std::uint32_t replica) {
   const std::uint32_t n = size_of(k);
   if (n == 0) {
     k.u.ls = 0;
@@ -323,18 +326,18 @@ std::uint32_t tenant_partition::add_replica(key_record& k, std::uint32_t replica
   return n;
 }
 
-micros tenant_partition::key_age(const key_record& k) const {
+micros tenant_index::key_age(const key_record& k) const {
   const entry_span e = entries_of(k);
   micros m = std::numeric_limits<micros>::min();
   for (std::uint32_t i = 0, n = size_of(k); i < n; ++i) m = std::max(m, e[i].last_seen);
   return m;
 }
 
-std::uint32_t tenant_partition::effective_count(const entry_proxy& e) const {
+std::uint32_t tenant_index::effective_count(const entry_proxy& e) const {
   return policy_.eviction == policy::eviction_mode::lfu ? e.access_count : 0;
 }
 
-void tenant_partition::upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
+void tenant_index::upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
                               std::uint8_t tier, micros ts, std::uint32_t replica,
                               change_log* changes, ingest_result& result) {
   bool created_key = false;
@@ -346,8 +349,6 @@ void tenant_partition::upsert(std::uint32_t part, std::string_view hash, std::in
     pos = add_replica(k, replica);
     created = true;
     ++entries_;
-    ++facts_->total_entries;
-    if (reserved_) ++facts_->reserved_entries;
     ++scopes_[parts_[part].scope].serving[replica];
     ++result.entries_added;
   }
@@ -361,7 +362,7 @@ void tenant_partition::upsert(std::uint32_t part, std::string_view hash, std::in
   if (quota_ && (created || old_ts != ts)) push_quota_ref(kidx);
 }
 
-void tenant_partition::remove_entry(std::uint32_t kidx, std::uint32_t pos, change_cause cause,
+void tenant_index::remove_entry(std::uint32_t kidx, std::uint32_t pos, change_cause cause,
                                     micros ts, change_log* changes) {
   key_record& k = records_[kidx];
   const entry_span e = entries_of(k);
@@ -392,8 +393,6 @@ void tenant_partition::remove_entry(std::uint32_t kidx, std::uint32_t pos, chang
     k.part |= key_empty;
   }
   --entries_;
-  --facts_->total_entries;
-  if (reserved_) --facts_->reserved_entries;
   auto& serving = scopes_[parts_[part].scope].serving;
   auto sit = serving.find(replica);
   if (sit != serving.end() && --sit->second == 0) serving.erase(sit);
@@ -408,7 +407,6 @@ void tenant_partition::remove_entry(std::uint32_t kidx, std::uint32_t pos, chang
     k.part = key_free;
     free_records_.push_back(kidx);
     --keys_;
-    --facts_->total_keys;
     auto mit = keys_by_model_.find(parts_[part].model);
     if (mit != keys_by_model_.end() && --mit->second == 0) keys_by_model_.erase(mit);
   } else if (quota_ && !removing_key_) {
@@ -416,7 +414,7 @@ void tenant_partition::remove_entry(std::uint32_t kidx, std::uint32_t pos, chang
   }
 }
 
-void tenant_partition::record(change_log* changes, event_type type, change_cause cause,
+void tenant_index::record(change_log* changes, event_type type, change_cause cause,
                               const key_record* k, std::uint32_t replica, micros ts,
                               std::uint32_t model) const {
   if (changes == nullptr || reserved_) return;
@@ -440,7 +438,7 @@ void tenant_partition::record(change_log* changes, event_type type, change_cause
 
 // ---------------------------------------------------------------------------------- ingest
 
-void tenant_partition::ingest(const cache_state_update& u, micros ts, change_log* changes,
+void tenant_index::ingest_parts(const cache_state_update& u, micros ts, change_log* changes,
                               ingest_result& result) {
   auto note_drop = [&](std::string_view why) {
     if (result.first_drop_reason.empty()) result.first_drop_reason = why;
@@ -508,7 +506,7 @@ void tenant_partition::ingest(const cache_state_update& u, micros ts, change_log
 
 // ---------------------------------------------------------------------------------- events
 
-void tenant_partition::apply_event(const cache_event& ev, micros ts, change_log* changes,
+void tenant_index::apply_event_at(const cache_event& ev, micros ts, change_log* changes,
                                    event_result& result) {
   switch (static_cast<event_type>(ev.type)) {
     case event_type::prefix_evicted: {
@@ -586,13 +584,13 @@ void tenant_partition::apply_event(const cache_event& ev, micros ts, change_log*
 
 // ------------------------------------------------------------------------------ TTL sweep
 
-void tenant_partition::sweep(micros now, change_log* changes, sweep_result& result) {
+void tenant_index::sweep_all(micros now, change_log* changes, sweep_result& result) {
   std::uint32_t next_key = 0;
   std::size_t unlimited = std::numeric_limits<std::size_t>::max();
   sweep_slice(now, changes, result, next_key, unlimited);
 }
 
-bool tenant_partition::sweep_slice(micros now, change_log* changes, sweep_result& result,
+bool tenant_index::sweep_slice(micros now, change_log* changes, sweep_result& result,
                                    std::uint32_t& next_key, std::size_t& budget) {
   const std::int64_t ttl = policy_.eviction_ttl.count();
   const bool lfu = policy_.eviction == policy::eviction_mode::lfu;

@@ -1,17 +1,29 @@
-// One tenant's slice of the index: prefix keys, per-replica entries, stats rows, the
-// secondary counters of spec/lookup.md §2.4 and the eviction orders (cap, quota).
+// The per-tenant index: one tenant's prefix keys, per-replica entries, stats rows, the
+// secondary counters of spec/lookup.md §2.4, its policy and quota, and its eviction orders
+// (cap, quota). The server runs one `tenant_index` per tenant actor (state::tenant_state).
 //
-// `tenant_partition` updates its owning `cache_index`'s `global_facts` record (total
-// entries, reserved entries, total keys) in lockstep with its own counters. In the server
-// each `cache_index` holds one tenant's partition (one per tenant actor); the combined
-// multi-tenant form is used by tests and by the v1-snapshot loader, which
-// `cache_index::split_tenants` then splits (`rebind`). `cache_index` runs the cross-tenant
-// parts (cap victim merge, cold-start carve-out).
+// It is plain C++ with one writer: mutations must be serialised (its actor), and const calls
+// may run concurrently with each other but never with a mutation (lookups use thread-local
+// scratch; see concurrent_lookup_test.cpp). No method reads a clock: time is always an
+// argument, so feeding the same timestamped inputs to two indexes gives the same state.
+//
+//   ic::index::tenant_index idx("acme", options);    // options.shared: the server's totals
+//   idx.ingest(update, now_us);                      // ReportCacheState message
+//   idx.apply_event(event, now_us);                  // PublishEvent
+//   auto r = lookup_tenant(&idx, total_keys, request, policy, now_us);   // §3.3
+//   idx.sweep_step(now_us, cursor, max_keys, changes, result);            // sliced §4.7
+//
+// Cross-tenant parts: every public mutating call adds its change of `facts()` to
+// `options.shared` (the cold-start carve-out reads the totals); the global cap (§4.6) is
+// either this index's own (`external_cap` false: over its own entries) or merged by the owner
+// over every tenant with `cap_victim` / `evict_cap` and `pick_cap_step`. A v1 (combined)
+// snapshot loads straight into one index per tenant (`snapshot_loader` with a per-tenant
+// target); see index/README.md.
 //
 // Layout (see index/README.md): keys live in a chunked slab of 32-byte `key_record`s
 // addressed by a linear-probing table of 4-byte tagged slots; a key's replica entries
 // (20 bytes each) sit inline when there is one and in one heap array otherwise. Names are interned
-// to dense ids per partition. 8-byte prefix hashes are stored inline as big-endian integers; other
+// to dense ids per tenant. 8-byte prefix hashes are stored inline as big-endian integers; other
 // lengths go to a side table.
 #pragma once
 
@@ -27,7 +39,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "index/cache_index.hpp"
+#include "index/index_types.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 
@@ -140,7 +152,7 @@ class chunked_vector {
   std::size_t size_ = 0;
 };
 
-/// A global-cap candidate of one partition (§4.6 order within the partition).
+/// A global-cap candidate of one tenant index (§4.6 order within the tenant).
 struct cap_candidate {
   std::uint32_t count = 0;
   micros last_seen = 0;
@@ -148,55 +160,92 @@ struct cap_candidate {
   std::uint32_t replica = 0;
 };
 
-/// One tenant's index state.
-class tenant_partition {
+class snapshot_access;
+
+/// One tenant's index.
+class tenant_index {
  public:
-  /// Creates an empty partition for `name`, sharing `facts` with its siblings.
-  tenant_partition(std::string name, std::uint32_t slot, global_facts* facts,
-                   const index_options* options);
-  ~tenant_partition();
-  tenant_partition(const tenant_partition&) = delete;
-  tenant_partition& operator=(const tenant_partition&) = delete;
+  /// Creates an empty index of tenant `name` with the given constants (its policy is
+  /// `resolved_policy::no_policy()` with `options.default_ttl` until `set_policy`).
+  tenant_index(std::string name, index_options options = {});
+  ~tenant_index();
+  tenant_index(const tenant_index&) = delete;
+  tenant_index& operator=(const tenant_index&) = delete;
 
   const std::string& name() const { return name_; }
   bool reserved() const { return reserved_; }
-  /// The partition's slot in its index (`entry_ref::tenant_slot`).
-  std::uint32_t slot() const { return slot_; }
-  /// Moves the partition to another index (`cache_index::split_tenants`): new slot, facts
-  /// and options; rebuilds the cap order when whether it is kept changes.
-  void rebind(std::uint32_t slot, global_facts* facts, const index_options* options);
   /// Distinct keys (prefixes_by_tenant).
   std::int64_t keys() const { return keys_; }
   /// (key, replica) entries.
   std::int64_t entries() const { return entries_; }
+  /// This index's facts (its own counters; not the shared totals).
+  index_facts facts() const { return index_facts{entries_, reserved_ ? entries_ : 0, keys_}; }
+  /// Returns the options the index was built with.
+  const index_options& options() const { return options_; }
   const policy::resolved_policy& policy() const { return policy_; }
+  const std::optional<std::int64_t>& quota() const { return quota_; }
 
-  /// Installs the tenant's policy; a changed eviction mode re-sorts the cap order.
+  /// Installs the tenant's resolved policy (TTL <= 0 reads as `options.default_ttl`); a
+  /// changed eviction mode re-sorts the cap order.
   void set_policy(const policy::resolved_policy& policy);
-  /// Installs the tenant's quota (nullopt = none).
+  /// Installs the tenant's quota (nullopt = unbounded, negative clamped to 0). Enforced at the
+  /// tenant's next ingest (§4.5). The reserved tenant never has one.
   void set_quota(std::optional<std::int64_t> quota);
 
-  /// Applies the prefix and stats parts of an update at `ts` (§2.6 steps 3–5).
-  void ingest(const cache_state_update& update, micros ts, change_log* changes,
-              ingest_result& result);
-  /// Enforces the tenant quota (§4.5) at `ts`.
-  void enforce_quota(micros ts, change_log* changes, ingest_result& result);
-  /// Applies an event (§2.7) at `ts`.
-  void apply_event(const cache_event& event, micros ts, change_log* changes, event_result& result);
-  /// Removes stale entries and stats rows (§4.7).
-  void sweep(micros now, change_log* changes, sweep_result& result);
-  /// Sweeps key slots from `next_key` on, spending at most `budget` slots (decremented);
-  /// when the last slot is done also sweeps the stats rows and returns true.
-  bool sweep_slice(micros now, change_log* changes, sweep_result& result,
-                   std::uint32_t& next_key, std::size_t& budget);
+  /// Applies one CacheStateUpdate (§2.6) of this tenant at `now` (ingest, quota, and the cap
+  /// unless `external_cap`); records changes in `changes` when given. Producers'
+  /// reserved-tenant messages are skipped (RESERVED_TENANT).
+  ingest_result ingest(const cache_state_update& update, micros now, change_log* changes = nullptr,
+                       input_origin origin = input_origin::producer);
+  /// Applies one CacheEvent (§2.7) of this tenant at `now`.
+  event_result apply_event(const cache_event& event, micros now, change_log* changes = nullptr,
+                           input_origin origin = input_origin::producer);
+  /// Removes every entry and stats row whose age at `now` reaches the TTL (§4.7). For tests
+  /// and benchmarks: the server and replay run `sweep_step` slices.
+  sweep_result sweep(micros now, change_log* changes = nullptr);
+  /// Where a sliced sweep stands (see `sweep_step`). A default cursor starts a sweep.
+  struct sweep_cursor {
+    std::uint32_t key = 0;  ///< next key slot
+  };
+  /// Runs the next slice (at most `max_keys` key slots) of the sweep at `now`, adding to
+  /// `result`; returns true when the sweep is complete. Slices run back to back with no
+  /// other mutation in between give exactly `sweep(now)`'s state, results and change order;
+  /// const readers may run between slices (they see a partly swept index, whose expired
+  /// entries matching ignores anyway).
+  bool sweep_step(micros now, sweep_cursor& cursor, std::size_t max_keys, change_log* changes,
+                  sweep_result& result);
 
-  /// Returns the partition's first live cap victim, if any.
-  std::optional<cap_candidate> peek_cap_victim();
-  /// Removes the victim last returned by `peek_cap_victim`.
-  void evict_cap_victim(const cap_candidate& victim, micros ts, change_log* changes);
+  /// Returns the next §4.6 cap victim of this index, or nullopt (reserved, or no entry).
+  /// Non-const: it drops stale order refs.
+  std::optional<cap_head> cap_victim();
+  /// Evicts cap victims in §4.6 order while the next one sorts before `bound` (no bound:
+  /// any) and fewer than `max` were evicted in this call; counts them in
+  /// result.cap_evicted_lru / cap_evicted_lfu, records changes (cause cap, time `ts`) and
+  /// returns how many were evicted. The same code enforces the own cap inside `ingest`.
+  std::int64_t evict_cap(const std::optional<cap_head>& bound, std::int64_t max, micros ts,
+                         change_log* changes, ingest_result& result);
+  /// Adds 1 to the LFU counter of every hit of `replicas` (§3.12); stale refs are skipped.
+  void credit_lfu(const std::vector<scored_replica>& replicas);
+
+  /// Returns the GetCacheState view (§4.3) of (this tenant, model); empty when reserved.
+  cache_state_view get_cache_state(std::string_view model) const;
+  /// Returns the /snapshot rows of this tenant (none when reserved). O(entries).
+  snapshot_view snapshot() const;
+  /// Returns distinct keys per model (`index_entries{model}`; none when reserved), sorted.
+  std::vector<std::pair<std::string, std::int64_t>> entries_by_model() const;
+  /// Returns a canonical, sorted text dump of the whole state (entries, stats, counters,
+  /// facts); two indexes with equal dumps answer every query the same.
+  std::vector<std::string> canonical_dump() const;
+  /// Returns the bytes held by the index's data structures.
+  memory_breakdown memory_usage() const;
+
+  /// Moves the index under new options (new `shared` totals: its facts leave the old ones and
+  /// join the new ones); rebuilds the cap order when whether it is kept changes. For tests
+  /// (the combined oracle's `split_tenants`).
+  void rebind(const index_options& options);
 
   /// Runs exact match / chain walk / TENANT_HOT for a non-empty tenant/model/scheme request;
-  /// returns prefix_match, tenant_hot or none (the caller classifies misses).
+  /// returns prefix_match, tenant_hot or none (`lookup_tenant` classifies misses).
   index_lookup_result lookup(const index_lookup_request& q, const policy::resolved_policy& pol,
                              micros now) const;
   /// Returns the sorted serving replica names of (model, scheme).
@@ -212,17 +261,46 @@ class tenant_partition {
   /// Returns the LFU ref of (key, replica), with the key's identity for `credit`.
   entry_ref ref_of(std::uint32_t key, std::uint32_t replica) const;
 
-  cache_state_view get_cache_state(std::string_view model) const;
-  void snapshot_rows(snapshot_view& out) const;
-  void entries_by_model(std::map<std::string, std::int64_t>& out) const;
+  /// Returns the (key, replica) entry, if present.
   std::optional<entry_view> find_entry(std::string_view model, std::string_view scheme,
                                        std::string_view adapter, std::string_view hash,
                                        std::string_view replica) const;
-  void dump(std::vector<std::string>& out) const;
-  void memory(memory_breakdown& m) const;
 
  private:
   friend class snapshot_access;  // index/snapshot_{writer,loader}.cpp read and rebuild the state
+  struct facts_guard;            // publishes a public call's change of facts() to shared
+
+  /// Adds facts() − before to options_.shared (when set).
+  void publish_facts(const index_facts& before);
+  /// The steps of `ingest` after the origin check, at the effective time `ts`.
+  void ingest_at(const cache_state_update& update, micros ts, change_log* changes,
+                 ingest_result& result);
+  /// Applies the prefix and stats parts of an update (§2.6 steps 3–5).
+  void ingest_parts(const cache_state_update& update, micros ts, change_log* changes,
+                    ingest_result& result);
+  std::int64_t evict_cap_impl(const cap_head* bound, std::int64_t max, micros ts,
+                              change_log* changes, ingest_result& result);
+  /// Enforces the tenant quota (§4.5) at `ts`.
+  void enforce_quota(micros ts, change_log* changes, ingest_result& result);
+  /// Applies an event (§2.7) at `ts`.
+  void apply_event_at(const cache_event& event, micros ts, change_log* changes,
+                      event_result& result);
+  /// Removes stale entries and stats rows (§4.7).
+  void sweep_all(micros now, change_log* changes, sweep_result& result);
+  /// Sweeps key slots from `next_key` on, spending at most `budget` slots (decremented);
+  /// when the last slot is done also sweeps the stats rows and returns true.
+  bool sweep_slice(micros now, change_log* changes, sweep_result& result,
+                   std::uint32_t& next_key, std::size_t& budget);
+
+  /// Returns the index's first live cap victim, if any.
+  std::optional<cap_candidate> peek_cap_victim();
+  /// Removes the victim last returned by `peek_cap_victim`.
+  void evict_cap_victim(const cap_candidate& victim, micros ts, change_log* changes);
+
+  void snapshot_rows(snapshot_view& out) const;
+  void entries_by_model(std::map<std::string, std::int64_t>& out) const;
+  void dump(std::vector<std::string>& out) const;
+  void memory(memory_breakdown& m) const;
 
   struct part_info {
     std::uint32_t model, scheme, adapter, scope;
@@ -263,9 +341,9 @@ class tenant_partition {
     float f;
     float score;
   };
-  /// Chain-walk scratch, one per thread (shared by every partition a thread looks up), so
+  /// Chain-walk scratch, one per thread (shared by every tenant index a thread looks up), so
   /// const lookups may run concurrently. `generation` is unique per lookup on a thread, so
-  /// stamps left by another partition's lookup never match.
+  /// stamps left by another tenant index's lookup never match.
   struct lookup_scratch {
     std::vector<std::uint32_t> stamp;
     std::vector<std::uint32_t> run_slot;
@@ -369,7 +447,7 @@ class tenant_partition {
   micros key_age(const key_record& k) const;
 
   // eviction orders
-  bool cap_tracked() const { return !reserved_ && options_->max_entries > 0; }
+  bool cap_tracked() const { return !reserved_ && options_.max_entries > 0; }
   std::uint32_t effective_count(const entry_proxy& e) const;
   void push_cap_ref(std::uint32_t key, std::uint32_t count, micros ts);
   void rebuild_cap_order();
@@ -382,10 +460,7 @@ class tenant_partition {
               std::uint32_t replica, micros ts, std::uint32_t model = 0) const;
 
   std::string name_;
-  std::uint32_t slot_;
   bool reserved_;
-  global_facts* facts_;
-  const index_options* options_;
   policy::resolved_policy policy_;
   std::optional<std::int64_t> quota_;
 
@@ -416,6 +491,40 @@ class tenant_partition {
   // Replica-name ranks, computed lazily by readers (guarded: lookups may run concurrently).
   mutable std::mutex ranks_mu_;
   mutable std::vector<std::uint32_t> ranks_;
+
+  // Last: the constants the lookup reads once per call, kept out of the hot members' lines.
+  index_options options_;
 };
+
+// Publishes the change of facts() over one public mutating call to options_.shared.
+struct tenant_index::facts_guard {
+  explicit facts_guard(tenant_index& idx) : idx_(idx), before_(idx.facts()) {}
+  ~facts_guard() { idx_.publish_facts(before_); }
+  facts_guard(const facts_guard&) = delete;
+  facts_guard& operator=(const facts_guard&) = delete;
+
+ private:
+  tenant_index& idx_;
+  index_facts before_;
+};
+
+/// Runs the §3.3 orchestrator over one tenant: exact / chain match and TENANT_HOT in
+/// `tenant` (nullptr: the tenant holds nothing), then the miss classifier (§3.8), which reads
+/// `total_keys` (every tenant's distinct keys: the shared totals, for the cold-start
+/// carve-out). The TTL and eviction mode come from `policy`. Does not credit LFU.
+index_lookup_result lookup_tenant(const tenant_index* tenant, std::int64_t total_keys,
+                                  const index_lookup_request& request,
+                                  const policy::resolved_policy& policy, micros now);
+/// Returns the §3.10 affinity pick for `seed` among (model, scheme)'s serving replicas of
+/// `tenant`, or nullopt (no tenant, empty model/scheme/seed, or no serving replica).
+std::optional<std::string> affinity_pick(const tenant_index* tenant, std::string_view model,
+                                         std::string_view hash_scheme, std::string_view seed);
+/// Returns the canonical dump of several tenant indexes as one index prints it: their lines
+/// without their own `G|` facts line, plus one `G|` line of `facts`, sorted.
+std::vector<std::string> merged_dump(const std::vector<const tenant_index*>& tenants,
+                                     const index_facts& facts);
+/// Returns the keys every index counts: `shared->total_keys` when the index shares its
+/// totals, else its own.
+std::int64_t total_keys_of(const tenant_index& tenant);
 
 }  // namespace ic::index
