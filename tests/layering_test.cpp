@@ -23,7 +23,7 @@ TEST(Layering, PlainComponentsIncludeNoCafGrpcOrProtobuf) {
     ASSERT_TRUE(fs::exists(dir)) << dir;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
       auto ext = entry.path().extension().string();
-      if (ext != ".hpp" && ext != ".cpp" && ext != ".h" && ext != ".cc") continue;
+      if (ext != ".hpp" && ext != ".cpp" && ext != ".h" && ext != ".cc" && ext != ".inc") continue;
       ++files;
       std::ifstream in(entry.path());
       std::string line;
@@ -50,7 +50,7 @@ int for_each_source_line(const fs::path& dir, Check check) {
       continue;
     }
     auto ext = it->path().extension().string();
-    if (ext != ".hpp" && ext != ".cpp" && ext != ".h" && ext != ".cc") continue;
+    if (ext != ".hpp" && ext != ".cpp" && ext != ".h" && ext != ".cc" && ext != ".inc") continue;
     ++files;
     std::ifstream in(it->path());
     std::string line;
