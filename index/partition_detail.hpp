@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "index/hash_mix.hpp"
 #include "index/tenant_index.hpp"
 
 namespace ic::index::partition_detail {
@@ -19,14 +20,7 @@ namespace ic::index::partition_detail {
 constexpr std::uint32_t long_flag = key_long_hash;
 constexpr std::uint32_t max_replica_id = 0xFFFFFFu;
 
-inline std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ULL;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebULL;
-  x ^= x >> 31;
-  return x;
-}
+using ic::index::mix64;
 
 /// Hash-table slots hold (6-bit hash tag << 26) | (record index + 1); 0 = empty.
 constexpr std::uint32_t slot_index_mask = (1u << 26) - 1;

@@ -21,17 +21,12 @@
 #include <utility>
 #include <vector>
 
+#include "index/hash_mix.hpp"
+
 namespace ic::kvevent {
 
-/// The splitmix64 finaliser: spreads any 64-bit value over all bits.
-inline std::uint64_t mix64(std::uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
+/// The splitmix64 finaliser (index/hash_mix.hpp): spreads any 64-bit value over all bits.
+using ic::index::mix64;
 
 template <class Slot, class Key, class Traits>
 class flat_table {
