@@ -323,6 +323,19 @@ TEST(CliCommandLine, UsageErrorsExitTwoWithOneLine) {
   }
 }
 
+TEST(CliCommandLine, EachVarTakesExactlyOneValue) {
+  // `--var a=1 b=2`: b=2 is a stray argument, not a second variable (exit 2, one line).
+  auto [rc, err] = run({"render", "--name=t", "--var", "a=1", "b=2"});
+  EXPECT_EQ(rc, 2) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  // Repeated --var reaches the request; nothing listens on port 1, so the call fails (exit 1)
+  // after the flags were accepted.
+  std::tie(rc, err) = run({"--addr=127.0.0.1:1", "--timeout=2s", "render", "--name=t", "--var",
+                           "a=1", "--var=b=2"});
+  EXPECT_EQ(rc, 1) << err;
+  EXPECT_NE(err.find("UNAVAILABLE"), std::string::npos) << err;
+}
+
 TEST(CliCommandLine, AdminVerbsReportAnUnreachablePortAsExitOne) {
   // Port 1 on loopback: nothing listens, so the connection is refused (exit 1, one line).
   const std::string body = temp_file("ok.json", R"({"version":1,"topologies":[]})");

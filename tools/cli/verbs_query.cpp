@@ -145,9 +145,11 @@ void add_query_verbs(CLI::App& app, verb_action* action) {
   render->add_option("--name", ro->name, "Template name");
   render->add_option("--tenant", ro->tenant, "Tenant id (default: --namespace)");
   render->add_option("--var", ro->vars, "Slot value KEY=VALUE (repeatable)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   render->add_option("--var-file", ro->var_files, "Slot value KEY=FILE ('-' = stdin; repeatable)")
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->allow_extra_args(false);
   render->add_flag("--json", ro->json, "Print the response as JSON (hash as hex)");
   render->add_flag("--prompt-only", ro->prompt_only, "Print only the rendered prompt's bytes");
   render->callback([action, ro] { *action = [ro](const verb_env& e) { return run_render(e, *ro); }; });
