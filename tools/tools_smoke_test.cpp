@@ -1,6 +1,7 @@
 // The real server driven by the two tools: every CLI verb once, and each quick bench mode for
 // about a second. Checks exit codes and that the figures are present and non-zero; never a
 // timing threshold.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -158,6 +159,112 @@ TEST_F(ToolsSmoke, CliUsageErrorsExitTwoWithOneLine) {
   auto [rc, out] = test::run_to_exit(IC_CLI_BINARY, {"lookup", "--help"}, 20s);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("--fail-on-no-hint"), std::string::npos);
+}
+
+// --- pd-route, render, topology, templates ------------------------------------------------
+//
+// One row = one CLI call and what it must print and exit with. The rows below assert what the
+// server on main answers today: LookupPDRoute and RenderTemplate are the reference's
+// fail-open stubs (NO_HINT with no pair; OK with empty fields) and the admin port has no
+// /topology or /templates route (404). When the store wiring lands, push the deploy/ samples
+// with `store_rows` expecting 0, then add the spec's §2.8 / §3.8 end-to-end rows here.
+
+/// One CLI call: arguments (after --addr/--admin-addr), exit code, substrings of the output.
+struct cli_row {
+  std::vector<std::string> args;
+  int exit_code = 0;
+  std::vector<std::string> prints;
+};
+
+const std::string kDeployTopology = IC_SOURCE_DIR "/deploy/pd/topology.json";
+const std::string kDeployTemplates = IC_SOURCE_DIR "/deploy/templates/templates.json";
+
+/// The JSON object the CLI printed (the first line starting with '{'), or discarded.
+json json_of(const std::string& out) {
+  auto at = out.find('{');
+  return at == std::string::npos ? json(json::value_t::discarded)
+                                 : json::parse(out.substr(at, out.find('\n', at) - at), nullptr, false);
+}
+
+class ToolsPdTemplates : public ToolsSmoke {
+ protected:
+  void expect_rows(const std::vector<cli_row>& rows) {
+    for (const auto& row : rows) {
+      std::string joined;
+      for (const auto& a : row.args) joined += a + " ";
+      auto [rc, out] = cli(row.args);
+      EXPECT_EQ(rc, row.exit_code) << joined << "\n" << out;
+      for (const auto& p : row.prints) EXPECT_NE(out.find(p), std::string::npos) << joined << "\n" << out;
+    }
+  }
+  /// push (sample file) and show of one admin store, all with the same exit code and text.
+  static std::vector<cli_row> store_rows(const std::string& store, const std::string& file,
+                                         int exit_code, const std::string& prints) {
+    return {{{store, "push", file}, exit_code, {prints}},
+            {{store, "push", file, "--method=PUT"}, exit_code, {prints}},
+            {{store, "show"}, exit_code, {prints}},
+            {{store, "show", "--json"}, exit_code, {prints}}};
+  }
+};
+
+const std::vector<std::string> kPdRequest = {"--tenant=serving", "--model=m", "--topology=serving/pd",
+                                             "--prefix=0102030405060708", "--prefix-tokens=256"};
+
+TEST_F(ToolsPdTemplates, PdRoutePrintsTheServersFailOpenAnswer) {
+  std::vector<std::string> table = {"pd-route"}, as_json = {"pd-route", "--json"},
+                           strict = {"pd-route", "--fail-on-no-hint"};
+  for (auto* v : {&table, &as_json, &strict}) v->insert(v->end(), kPdRequest.begin(), kPdRequest.end());
+  expect_rows({
+      {table, 0, {"reason: NO_HINT", "no prefill/decode pair"}},
+      {strict, 3, {"reason: NO_HINT"}},
+      {{"pd-route", "--topology=pd", "--block-tokens=4", "--tokens=1,2,3,4,5,6,7,8"}, 0,
+       {"reason: NO_HINT"}},
+  });
+  auto [rc, out] = cli(as_json);
+  ASSERT_EQ(rc, 0) << out;
+  auto j = json_of(out);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j, json::parse(R"({"prefillReplicaId":"","decodeReplicaId":"","transportHint":"",)"
+                           R"("reasonCode":"NO_HINT"})"));
+}
+
+TEST_F(ToolsPdTemplates, RenderPrintsTheServersStubAnswer) {
+  const std::vector<std::string> request = {"render", "--namespace=serving", "--name=support-agent",
+                                            "--var=product=Acme", "--var=history=user: hi"};
+  auto with = [&](std::vector<std::string> extra) {
+    auto args = request;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  };
+  expect_rows({
+      {request, 0, {"reason: OK   revision: -   namespace: -", "stable prefix hash: - (none",
+                    "rendered prompt (0 bytes)"}},
+      {{"render", "--tenant=serving", "--name=support-agent"}, 0, {"reason: OK"}},
+  });
+  auto [rc, out] = cli(with({"--json"}));
+  ASSERT_EQ(rc, 0) << out;
+  auto j = json_of(out);
+  ASSERT_FALSE(j.is_discarded()) << out;
+  EXPECT_EQ(j["reasonCode"], "OK");
+  EXPECT_EQ(j["renderedPrompt"], "");
+  EXPECT_EQ(j["stablePrefixHash"], "");
+  EXPECT_EQ(j["templateRevision"], "");
+  std::tie(rc, out) = cli(with({"--prompt-only"}));
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out, "") << "the stub renders nothing";
+}
+
+TEST_F(ToolsPdTemplates, AdminStoresAnswer404CleanlyUntilTheServerHasThem) {
+  expect_rows(store_rows("topology", kDeployTopology, 1,
+                         "HTTP 404: 404 page not found (this server has no /topology endpoint)"));
+  expect_rows(store_rows("templates", kDeployTemplates, 1,
+                         "HTTP 404: 404 page not found (this server has no /templates endpoint)"));
+  // The failure is one line on stderr, nothing else is printed.
+  auto [rc, out] = cli({"topology", "show"});
+  EXPECT_EQ(rc, 1);
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  // The policy verbs go through the same admin path and still work.
+  expect_rows({{{"policy", "get"}, 0, {"{"}}});
 }
 
 TEST_F(ToolsSmoke, BenchBaselineMeasuresHealthCheck) {
