@@ -86,6 +86,21 @@ void publish_replicated(journal_actor_state& s, const std::vector<journal::recor
         it.sink->on_applied(it.slot, append_result{false, ack_reason::journal_unavailable, 0});
   }
 }
+/// Every replica's sweep timer publishes Sweep{at = slot × interval} keyed
+/// `sweep.<interval µs>.<slot>`, slot = floor(now / interval): the stream's de-duplication
+/// window folds the replicas' copies into one record (spec §3.4).
+void publish_sweep(journal_actor_state& s) {
+  const auto interval_us = std::max<index::micros>(
+      1, std::chrono::duration_cast<std::chrono::microseconds>(s.sweep_interval).count());
+  const index::micros now = s.clock();
+  const auto slot = static_cast<std::uint64_t>(now / interval_us);
+  const std::string bytes = proto::encode_record(
+      proto::record_kind::sweep, static_cast<index::micros>(slot) * interval_us, {});
+  const journal::record_in in{static_cast<std::uint32_t>(proto::record_kind::sweep), bytes};
+  auto pos = s.log->append_keyed({in}, journal::dedup_key{"sweep", std::uint64_t(interval_us), slot});
+  if (s.probe) s.probe->on_journal_write(pos.ok(), 1);
+  if (!pos.ok()) spdlog::warn("sweep of slot {} not published: {}", slot, pos.status().to_string());
+}
 // --- end of replicated mode --------------------------------------------------------------
 
 journal_actor::behavior_type journal_actor_impl(
@@ -157,6 +172,11 @@ journal_actor::behavior_type journal_actor_impl(
         if (!s.pending.empty()) schedule_flush();
       },
       [=](sweep_atom) {
+        if (self->state.repl) {
+          publish_sweep(self->state);
+          self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
+          return;
+        }
         self->state.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
         schedule_flush();
         self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);

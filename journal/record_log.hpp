@@ -23,6 +23,7 @@
 // Errors are values (journal/status.hpp). Plain C++17: no RocksDB, NATS, CAF header here.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -64,6 +65,14 @@ struct log_batch {
   std::int64_t stored_at_ns = 0;
 };
 
+/// A caller-chosen batch identity: replicas appending the same key inside the log's
+/// de-duplication window store one batch (spec §3.4, TTL sweeps `sweep.<period>.<slot>`).
+struct dedup_key {
+  std::string scope;          ///< [A-Za-z0-9_-]+, e.g. "sweep"
+  std::uint64_t period = 0;   ///< e.g. the sweep interval in µs
+  std::uint64_t slot = 0;     ///< e.g. floor(now / period)
+};
+
 /// Counters and gauges for metrics (spec §3.9); fields a log does not have stay 0.
 /// Positions here are in the log's own numbering (rocksdb: sequence; jetstream: stream
 /// sequence), as operators compare them with `nats stream info`.
@@ -78,6 +87,8 @@ struct log_stats {
   std::uint64_t delivered_position = 0;
   /// When the log stored that batch (ns since the epoch; 0 = unknown).
   std::int64_t last_stored_at_ns = 0;
+  /// Since when (ns since the epoch) log_position is ahead of delivered_position; 0 = not.
+  std::int64_t behind_since_ns = 0;
   std::uint64_t publish_retries = 0;
   std::uint64_t unknown_outcomes = 0;
   std::uint64_t consumer_resets = 0;
@@ -88,10 +99,12 @@ struct log_stats {
 };
 
 /// The apply lag at `now_ns` (ns since the epoch): 0 when everything known was handed over,
-/// else how long ago the last handed-over batch was stored (it grows while behind).
+/// else the time since the later of "the last handed-over batch was stored" and "this
+/// replica fell behind" (after an idle hour, a fresh append is not an hour of lag).
 inline double apply_lag_seconds(const log_stats& s, std::int64_t now_ns) {
-  if (s.delivered_position >= s.log_position || s.last_stored_at_ns <= 0) return 0.0;
-  return now_ns > s.last_stored_at_ns ? double(now_ns - s.last_stored_at_ns) / 1e9 : 0.0;
+  if (s.delivered_position >= s.log_position) return 0.0;
+  const std::int64_t since = std::max(s.last_stored_at_ns, s.behind_since_ns);
+  return since > 0 && now_ns > since ? double(now_ns - since) / 1e9 : 0.0;
 }
 
 /// A sequenced record log plus local snapshots. Thread-safety: `append`/`resume`/
@@ -112,6 +125,11 @@ class record_log {
   /// invalid_argument, unavailable (nothing stored — or, replicated, "outcome unknown;
   /// retry": it may be stored and then arrives through follow()).
   virtual result<std::uint64_t> append(const std::vector<record_in>& records) = 0;
+  /// Appends `records` under `key`: a replicated log stores one batch per key within its
+  /// de-duplication window (a repeat answers the first position); rocksdb appends
+  /// normally (one writer: nothing to fold). Errors as append().
+  virtual result<std::uint64_t> append_keyed(const std::vector<record_in>& records,
+                                             const dedup_key& key) = 0;
   /// Tries to leave an error state after `unavailable` (rocksdb: log::resume).
   virtual status resume() = 0;
 

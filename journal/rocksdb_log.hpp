@@ -24,6 +24,10 @@ class rocksdb_log final : public record_log {
   bool replicated() const override { return false; }
   std::string next_batch_id() const override { return {}; }
   result<std::uint64_t> append(const std::vector<record_in>& records) override;
+  result<std::uint64_t> append_keyed(const std::vector<record_in>& records,
+                                     const dedup_key&) override {
+    return append(records);
+  }
   status resume() override;
   status read_after(std::uint64_t after,
                     const std::function<bool(const record_view&)>& visit) override;

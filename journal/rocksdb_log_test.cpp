@@ -18,6 +18,19 @@ TEST(RecordPositions, PackTheStreamSequenceAndTheRecordIndex) {
   EXPECT_LT(record_position(5, max_records_per_batch - 1), record_position(6, 0));
 }
 
+TEST(ApplyLag, IsZeroWhenCaughtUpAndCountsFromTheLaterOfStoredAndBehindSince) {
+  log_stats s;
+  s.log_position = 10;
+  s.delivered_position = 10;
+  s.last_stored_at_ns = 1'000'000'000;
+  EXPECT_EQ(apply_lag_seconds(s, 5'000'000'000), 0.0);
+  s.log_position = 11;  // behind, but only since t = 4 s (idle before)
+  s.behind_since_ns = 4'000'000'000;
+  EXPECT_DOUBLE_EQ(apply_lag_seconds(s, 5'000'000'000), 1.0);
+  s.behind_since_ns = 0;  // behind since unknown: the last delivered batch's age
+  EXPECT_DOUBLE_EQ(apply_lag_seconds(s, 5'000'000'000), 4.0);
+}
+
 TEST(RocksdbLog, AppendsReadsSnapshotsAndTruncatesThroughTheSeam) {
   test::temp_dir dir;
   auto opened = rocksdb_log::open(dir.sub("j"), options{});

@@ -101,8 +101,11 @@ class JetStreamReplicas : public ::testing::Test {
     if (!dir_a_.empty()) test::remove_tree(dir_a_);
     if (!dir_b_.empty()) test::remove_tree(dir_b_);
   }
-  std::unique_ptr<test::server_process> start(const std::string& dir, const std::string& id) {
-    auto s = test::server_process::start(IC_SERVER_BINARY, replica_args(dir, id, nats_->url(0)));
+  std::unique_ptr<test::server_process> start(const std::string& dir, const std::string& id,
+                                              std::vector<std::string> extra = {}) {
+    auto args = replica_args(dir, id, nats_->url(0));
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto s = test::server_process::start(IC_SERVER_BINARY, args);
     EXPECT_TRUE(s && s->wait_ready(20s)) << (s ? s->logs() : "fork failed");
     return s;
   }
@@ -117,10 +120,12 @@ class JetStreamReplicas : public ::testing::Test {
 };
 
 // Ingest on A: A's Ack means applied on A (read-your-writes), and B converges.
+// Both start-up sweeps fall in one 24 h slot: the stream keeps one (Msg-Id sweep.<slot>).
 TEST_F(JetStreamReplicas, IngestOnOneReplicaIsServedByTheOther) {
-  a_ = start(dir_a_, "ra");
-  b_ = start(dir_b_, "rb");
+  a_ = start(dir_a_, "ra", {"--sweep-interval=24h"});
+  b_ = start(dir_b_, "rb", {"--sweep-interval=24h"});
   ASSERT_TRUE(a_ && b_);
+  std::this_thread::sleep_for(300ms);  // both start-up sweeps published
   auto sa = stub(*a_), sb = stub(*b_);
   for (int i = 0; i < 20; ++i) {
     const std::string blk = "k" + std::to_string(i);
@@ -133,6 +138,11 @@ TEST_F(JetStreamReplicas, IngestOnOneReplicaIsServedByTheOther) {
   // Every earlier update too (stream order): no poll needed once the last one is there.
   for (int i = 0; i < 19; ++i)
     EXPECT_EQ(lookup(*sb, {"k" + std::to_string(i) + "x"}).reason_code(), "PREFIX_MATCH") << i;
+  // One sweep + 20 updates in the stream.
+  auto metrics = test::http_call(b_->http_port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("inferencecache_journal_position{kind=\"stream_last\"} 21"),
+            std::string::npos)
+      << metrics.body;
   // And the other way round.
   ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted());
   EXPECT_TRUE(converges(*sa, {"from-b"}, "gpu-b", 5s));

@@ -12,6 +12,12 @@ void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
   }
 }
 
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_options& opts) {
@@ -40,14 +46,40 @@ result<std::uint64_t> jetstream_log::append(const std::vector<record_in>& record
                                               std::to_string(max_records_per_batch) + " records"};
   auto ack = writer_->append(records);
   if (!ack.ok()) return ack.status();
-  raise(stream_last_, ack->position);
+  note_stream_last(ack->position);
   return record_position(ack->position, 0);
+}
+
+result<std::uint64_t> jetstream_log::append_keyed(const std::vector<record_in>& records,
+                                                  const dedup_key& key) {
+  if (records.size() > max_records_per_batch)
+    return status{errc::invalid_argument, "a replicated batch carries at most " +
+                                              std::to_string(max_records_per_batch) + " records"};
+  auto ack = writer_->append(records, batch_id{key.scope, key.period, key.slot});
+  if (!ack.ok()) return ack.status();
+  note_stream_last(ack->position);
+  return record_position(ack->position, 0);
+}
+
+void jetstream_log::note_stream_last(std::uint64_t seq) {
+  raise(stream_last_, seq);
+  std::int64_t zero = 0;
+  if (stream_seq_of(delivered_.load()) < stream_last_.load())
+    behind_since_ns_.compare_exchange_strong(zero, wall_ns());
+}
+
+void jetstream_log::note_delivered() {
+  if (stream_seq_of(delivered_.load()) >= stream_last_.load()) behind_since_ns_ = 0;
 }
 
 template <typename Visit>
 bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
   raise(stream_last_, b.position);
   last_stored_at_ns_ = b.stored_at_ns;
+  struct caught_up_check {
+    jetstream_log* self;
+    ~caught_up_check() { self->note_delivered(); }
+  } check{this};
   if (!b.problem.ok()) {
     // The same bytes on every replica: skipped the same way everywhere (spec §3.8).
     ++skipped_;
@@ -74,7 +106,7 @@ status jetstream_log::read_after(std::uint64_t after,
                                                             (after == 0 ? 1 : 0));
   auto st = writer_->state();
   if (!st.ok()) return st.status();
-  raise(stream_last_, st->last_seq);
+  note_stream_last(st->last_seq);
   if (st->first_seq > from && st->msgs > 0 && after > 0) {
     ++gaps_;
     return status{errc::out_of_range,
@@ -156,6 +188,7 @@ log_stats jetstream_log::stats() const {
   s.log_position = stream_last_.load();
   s.delivered_position = stream_seq_of(delivered_.load());
   s.last_stored_at_ns = last_stored_at_ns_.load();
+  s.behind_since_ns = behind_since_ns_.load();
   if (writer_) {
     const writer_stats w = writer_->stats();
     s.publish_retries = w.retries;

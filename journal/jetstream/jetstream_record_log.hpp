@@ -45,6 +45,9 @@ class jetstream_log final : public record_log {
   bool replicated() const override { return true; }
   std::string next_batch_id() const override;
   result<std::uint64_t> append(const std::vector<record_in>& records) override;
+  /// Publishes with Msg-Id `<scope>.<period>.<slot>` (no epoch: the same on every replica).
+  result<std::uint64_t> append_keyed(const std::vector<record_in>& records,
+                                     const dedup_key& key) override;
   status resume() override { return status::success(); }
   status read_after(std::uint64_t after,
                     const std::function<bool(const record_view&)>& visit) override;
@@ -70,6 +73,10 @@ class jetstream_log final : public record_log {
   /// Hands `b` over as records with positions > delivered_; false when visit stopped.
   template <typename Visit>
   bool deliver(const delivered_batch& b, Visit&& visit);
+  /// Raises stream_last_; starts the "behind since" clock when it passes delivered_.
+  void note_stream_last(std::uint64_t seq);
+  /// Stops that clock once delivered_ reached stream_last_.
+  void note_delivered();
 
   jetstream_log_options opts_;
   std::unique_ptr<writer> writer_;
@@ -80,6 +87,7 @@ class jetstream_log final : public record_log {
   /// Highest stream sequence this replica knows exists (acks, deliveries, state()).
   std::atomic<std::uint64_t> stream_last_{0};
   std::atomic<std::int64_t> last_stored_at_ns_{0};
+  std::atomic<std::int64_t> behind_since_ns_{0};
   std::atomic<std::uint64_t> gaps_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> resets_{0};
