@@ -32,7 +32,7 @@ TEST(ApplyLag, IsZeroWhenCaughtUpAndCountsFromTheLaterOfStoredAndBehindSince) {
 }
 
 TEST(RocksdbLog, AppendsReadsSnapshotsAndTruncatesThroughTheSeam) {
-  test::temp_dir dir;
+  testing::temp_dir dir;
   auto opened = rocksdb_log::open(dir.sub("j"), options{});
   ASSERT_TRUE(opened.ok()) << opened.status().to_string();
   std::unique_ptr<record_log> log = std::move(opened).value();
@@ -75,7 +75,7 @@ TEST(RocksdbLog, AppendsReadsSnapshotsAndTruncatesThroughTheSeam) {
 }
 
 TEST(RocksdbLog, ExternalPositionsLetASnapshotCoverAnyPosition) {
-  test::temp_dir dir;
+  testing::temp_dir dir;
   options o;
   o.external_positions = true;
   auto l = log::open(dir.sub("s"), o);
