@@ -1,6 +1,7 @@
 // The journal actor: group commit. Appends queued inputs in batches, refuses them with
 // JOURNAL_UNAVAILABLE on a write error (resuming by itself), hands committed batches to the
-// coordinator, and journals the periodic TTL sweep.
+// coordinator, and journals the periodic TTL sweep. In replicated mode (JetStream) it only
+// publishes: the stream follower (actors/replication.hpp) applies what comes back.
 #include "actors/spawn.hpp"
 
 #include <algorithm>
@@ -10,13 +11,17 @@
 #include <caf/all.hpp>
 
 #include "actors/fail_fast.hpp"
+#include "actors/replication.hpp"
 #include "proto/record_codec.hpp"
 
 namespace ic::actors {
 namespace {
 
 struct journal_actor_state {
-  journal::log* log = nullptr;
+  journal::record_log* log = nullptr;
+  /// Replicated mode only (nullptr: the RocksDB journal, applied from here).
+  replication_link* repl = nullptr;
+  bool lagging = false;
   coordinator_actor coordinator;
   runtime_probe* probe = nullptr;
   std::vector<append_msg> pending;
@@ -30,17 +35,88 @@ struct journal_actor_state {
 /// Records per journal write; a longer queue is written in several groups.
 constexpr std::size_t max_group_records = 4096;
 
+void refuse(journal_actor_state& s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (s.pending[i].sink)
+      s.pending[i].sink->on_applied(s.pending[i].slot,
+                                    append_result{false, ack_reason::journal_unavailable, 0});
+  }
+}
+
+// --- replicated mode (JetStream) -------------------------------------------------------
+/// Publishes the first `n` queued inputs as one batch. Their sinks wait in the pending map
+/// until the stream follower delivers the batch (Ack after this replica applied it); when
+/// the append fails they are answered JOURNAL_UNAVAILABLE ("outcome unknown; retry": the
+/// batch may still arrive and is then applied without them).
+void publish_replicated(journal_actor_state& s, const std::vector<journal::record_in>& records,
+                        std::size_t n) {
+  const auto max_lag = s.repl->max_apply_lag;
+  if (max_lag.count() > 0) {
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    const double lag = journal::apply_lag_seconds(s.log->stats(), now_ns);
+    const bool lagging = lag > std::chrono::duration<double>(max_lag).count();
+    if (lagging != s.lagging)
+      spdlog::warn(lagging ? "apply lag {:.3f} s over --max-apply-lag: refusing appends"
+                           : "apply lag {:.3f} s back under --max-apply-lag", lag);
+    s.lagging = lagging;
+    if (lagging) {
+      if (s.probe) s.probe->on_journal_write(false, n);
+      refuse(s, n);
+      return;
+    }
+  }
+  std::string id = s.log->next_batch_id();
+  std::vector<pending_batches::item> items(n);
+  for (std::size_t i = 0; i < n; ++i) items[i] = {s.pending[i].sink, s.pending[i].slot};
+  s.repl->pending.add(id, std::move(items));
+  auto first = s.log->append(records);
+  if (s.probe) s.probe->on_journal_write(first.ok(), n);
+  if (first.ok()) {
+    if (s.unavailable) spdlog::info("journal available again");
+    s.unavailable = false;
+    return;
+  }
+  if (!s.unavailable) spdlog::error("journal unavailable: {}", first.status().to_string());
+  s.unavailable = true;
+  if (auto back = s.repl->pending.take(id)) {  // not delivered meanwhile
+    for (auto& it : *back)
+      if (it.sink)
+        it.sink->on_applied(it.slot, append_result{false, ack_reason::journal_unavailable, 0});
+  }
+}
+/// Every replica's sweep timer publishes Sweep{at = slot × interval} keyed
+/// `sweep.<interval µs>.<slot>`, slot = floor(now / interval): the stream's de-duplication
+/// window folds the replicas' copies into one record (spec §3.4).
+void publish_sweep(journal_actor_state& s) {
+  const auto interval_us = std::max<index::micros>(
+      1, std::chrono::duration_cast<std::chrono::microseconds>(s.sweep_interval).count());
+  const index::micros now = s.clock();
+  const auto slot = static_cast<std::uint64_t>(now / interval_us);
+  const std::string bytes = proto::encode_record(
+      proto::record_kind::sweep, static_cast<index::micros>(slot) * interval_us, {});
+  const journal::record_in in{static_cast<std::uint32_t>(proto::record_kind::sweep), bytes};
+  auto pos = s.log->append_keyed({in}, journal::dedup_key{"sweep", std::uint64_t(interval_us), slot});
+  if (s.probe) s.probe->on_journal_write(pos.ok(), 1);
+  if (!pos.ok()) spdlog::warn("sweep of slot {} not published: {}", slot, pos.status().to_string());
+}
+// --- end of replicated mode --------------------------------------------------------------
+
 journal_actor::behavior_type journal_actor_impl(
-    journal_actor::stateful_pointer<journal_actor_state> self, journal::log* log,
-    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
-    std::function<index::micros()> clock) {
+    journal_actor::stateful_pointer<journal_actor_state> self, journal::record_log* log,
+    replication_link* repl, coordinator_actor coordinator, runtime_probe* probe,
+    std::chrono::nanoseconds sweep_interval, std::function<index::micros()> clock) {
   fail_fast_on_exceptions(self, "journal");
   self->state.log = log;
+  self->state.repl = repl;
   self->state.coordinator = coordinator;
   self->state.probe = probe;
   self->state.sweep_interval = sweep_interval;
   self->state.clock = std::move(clock);
-  self->delayed_send(self, sweep_interval, sweep_atom::value);
+  // Replicated: the start-up sweep is published like any other record (recovery applies
+  // none of its own, every replica must see the same records).
+  self->delayed_send(self, repl ? std::chrono::nanoseconds(0) : sweep_interval, sweep_atom::value);
   auto schedule_flush = [self] {
     if (!self->state.flush_scheduled) {
       self->state.flush_scheduled = true;
@@ -64,6 +140,12 @@ journal_actor::behavior_type journal_actor_impl(
           bytes[i] = proto::encode_record(s.pending[i].kind, now, s.pending[i].payload);
           records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
         }
+        if (s.repl) {
+          publish_replicated(s, records, n);
+          s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
+          if (!s.pending.empty()) schedule_flush();
+          return;
+        }
         // A resume that fails shows as the append's own error just below.
         if (s.unavailable) (void)s.log->resume();
         auto first = s.log->append(records);
@@ -72,11 +154,7 @@ journal_actor::behavior_type journal_actor_impl(
           if (!s.unavailable)
             spdlog::error("journal unavailable: {}", first.status().to_string());
           s.unavailable = true;
-          for (std::size_t i = 0; i < n; ++i) {
-            if (s.pending[i].sink)
-              s.pending[i].sink->on_applied(
-                  s.pending[i].slot, append_result{false, ack_reason::journal_unavailable, 0});
-          }
+          refuse(s, n);
         } else {
           if (s.unavailable) spdlog::info("journal available again");
           s.unavailable = false;
@@ -94,6 +172,11 @@ journal_actor::behavior_type journal_actor_impl(
         if (!s.pending.empty()) schedule_flush();
       },
       [=](sweep_atom) {
+        if (self->state.repl) {
+          publish_sweep(self->state);
+          self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
+          return;
+        }
         self->state.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
         schedule_flush();
         self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
@@ -103,12 +186,12 @@ journal_actor::behavior_type journal_actor_impl(
 
 }  // namespace
 
-journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
-                                  coordinator_actor coordinator, runtime_probe* probe,
-                                  std::chrono::nanoseconds sweep_interval,
+journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* log,
+                                  replication_link* repl, coordinator_actor coordinator,
+                                  runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
                                   std::function<index::micros()> clock) {
-  return sys.spawn<caf::detached>(journal_actor_impl, log, coordinator, probe, sweep_interval,
-                                  std::move(clock));
+  return sys.spawn<caf::detached>(journal_actor_impl, log, repl, coordinator, probe,
+                                  sweep_interval, std::move(clock));
 }
 
 }  // namespace ic::actors

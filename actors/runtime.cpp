@@ -16,7 +16,8 @@
 #include "actors/shared.hpp"
 #include "actors/spawn.hpp"
 #include "actors/test_hooks.hpp"
-#include "journal/log.hpp"
+#include "actors/replication.hpp"
+#include "journal/record_log.hpp"
 #include "state/recover.hpp"
 
 namespace ic::actors {
@@ -52,7 +53,10 @@ struct runtime::impl {
 
   caf::actor_system_config config;
   caf::actor_system system;
-  std::unique_ptr<journal::log> log;
+  std::unique_ptr<journal::record_log> log;
+  /// Replicated log only: the pending sinks and the follower thread.
+  std::unique_ptr<replication_link> repl;
+  std::unique_ptr<stream_follower> follower;
   runtime_shared shared;
   /// Answers lookups of tenants that hold nothing (no actor yet).
   std::unique_ptr<state::absent_tenant> absent;
@@ -78,10 +82,20 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ropts.journal_env = options.journal_env;
   ropts.state = options.state;
   const std::function<index::micros()> clock = options.clock ? options.clock : system_micros;
-  auto rec = state::recover(ropts, clock(), error);
+  std::optional<state::recovered> rec;
+  if (options.open_journal) {
+    auto opened = options.open_journal();
+    if (!opened.ok()) {
+      if (error) *error = opened.status().to_string();
+      return nullptr;
+    }
+    rec = state::recover(std::move(opened).value(), ropts.state, clock(), error);
+  } else {
+    rec = state::recover(ropts, clock(), error);
+  }
   if (!rec) return nullptr;
   if (info) *info = rec->info;
-  std::unique_ptr<journal::log> log = std::move(rec->log);
+  std::unique_ptr<journal::record_log> log = std::move(rec->log);
   std::unique_ptr<state::tenant_set> set = std::move(rec->set);
   const state::state_options& sopts = ropts.state;
   const state::recovery_info& rec_info = rec->info;
@@ -109,7 +123,10 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ccfg.writer = p->writer;
   ccfg.policies = set->policies();
   ccfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
-  ccfg.last_applied_seq = p->log->last_sequence();
+  // Replicated positions carry the record index in their low bits: the record count of
+  // --snapshot-every-records then counts group commits (journal/record_log.hpp).
+  if (p->log->replicated()) ccfg.snap.every_records <<= journal::record_index_bits;
+  ccfg.last_applied_seq = p->log->last_position();
   ccfg.last_snapshot_seq = rec_info.snapshot_seq;
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
@@ -119,8 +136,14 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   }
   p->coordinator = spawn_coordinator(p->system, std::move(ccfg));
   sh.coordinator = p->coordinator;
-  p->journal = spawn_journal_actor(p->system, p->log.get(), p->coordinator, probe,
-                                   options.sweep_interval, clock);
+  if (p->log->replicated()) {
+    p->repl = std::make_unique<replication_link>();
+    p->repl->max_apply_lag = options.max_apply_lag;
+    p->follower =
+        std::make_unique<stream_follower>(p->log.get(), &p->repl->pending, p->coordinator);
+  }
+  p->journal = spawn_journal_actor(p->system, p->log.get(), p->repl.get(), p->coordinator,
+                                   probe, options.sweep_interval, clock);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 
@@ -255,6 +278,8 @@ std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milli
   return out;
 }
 
+journal::log_stats runtime::journal_stats() const { return impl_->log->stats(); }
+
 void runtime::begin_shutdown() { impl_->shutting_down = true; }
 
 void runtime::stop() {
@@ -269,6 +294,7 @@ void runtime::stop() {
     auto r = snapshot_now_blocking(std::chrono::seconds(30));
     if (!r) spdlog::error("final snapshot did not finish in time");
   }
+  if (impl_->follower) impl_->follower->stop();  // nothing new reaches the coordinator
   caf::anon_send_exit(impl_->coordinator, caf::exit_reason::user_shutdown);
   {
     // The coordinator may still spawn a tenant for a record queued before its exit: wait

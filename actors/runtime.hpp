@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "actors/messages.hpp"
+#include "journal/record_log.hpp"
 #include "state/probe.hpp"
 #include "state/recover.hpp"
 #include "proto/record_codec.hpp"
@@ -84,6 +85,15 @@ struct runtime_options {
   std::size_t snapshots_kept = 2;
   /// Take a final snapshot on stop() so the next start replays nothing. Default true.
   bool snapshot_on_stop = true;
+
+  // --- the journal seam (issue #15) ---
+  /// Opens the journal; empty = the RocksDB journal in `journal_dir` (fsync, journal_env).
+  /// The composition root passes a JetStream log here (`--journal=jetstream`); a replicated
+  /// log's batches are applied from a stream follower thread. Default empty.
+  std::function<journal::result<std::unique_ptr<journal::record_log>>()> open_journal;
+  /// Replicated log only: refuse appends while the apply lag exceeds this (`--max-apply-lag`);
+  /// 0 = never. Default 0 (the server passes its flag).
+  std::chrono::nanoseconds max_apply_lag{0};
 };
 
 /// The outcome of one snapshot.
@@ -161,6 +171,9 @@ class runtime {
   /// Takes a snapshot now (if anything was applied since the last one), writes it and
   /// truncates the journal; nullopt on timeout.
   std::optional<snapshot_report> snapshot_now_blocking(std::chrono::milliseconds timeout);
+
+  /// The journal's counters and positions (metrics, spec §3.9). Never blocks on an actor.
+  journal::log_stats journal_stats() const;
 
   /// Refuses new appends with SHUTTING_DOWN from now on.
   void begin_shutdown();

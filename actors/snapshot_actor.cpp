@@ -11,7 +11,7 @@ namespace {
 
 using steady = std::chrono::steady_clock;
 
-snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::log* log,
+snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journal::record_log* log,
                                                   std::size_t keep) {
   return {
       [=](snapwrite_atom, snapshot_job& job) -> snapshot_report {
@@ -49,7 +49,8 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
 
 }  // namespace
 
-snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::log* log, std::size_t keep) {
+snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::record_log* log,
+                                      std::size_t keep) {
   return sys.spawn<caf::detached>(snapshot_actor_impl, log, keep);
 }
 

@@ -17,14 +17,15 @@
 
 #include "actors/protocol.hpp"
 #include "actors/shared.hpp"
-#include "journal/log.hpp"
+#include "journal/record_log.hpp"
 #include "state/tenant_state.hpp"
 
 namespace ic::actors {
 
 /// Spawns the snapshot writer (detached: it writes snapshots and runs frozen reads on its
 /// own thread), keeping the newest `keep` snapshots.
-snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::log* log, std::size_t keep);
+snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::record_log* log,
+                                      std::size_t keep);
 
 /// Spawns the policy actor (applies journaled policy pushes, broadcasts them to tenants).
 policy_actor spawn_policy_actor(caf::actor_system& sys, runtime_shared* sh);
@@ -56,9 +57,12 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config c
 
 /// Spawns the journal actor (detached: group commit on its own thread); it journals a TTL
 /// sweep every `sweep_interval`, stamps records with `clock` and hands committed batches to
-/// `coordinator`.
-journal_actor spawn_journal_actor(caf::actor_system& sys, journal::log* log,
-                                  coordinator_actor coordinator, runtime_probe* probe,
+/// `coordinator` — or, with `repl` (replicated log), only publishes them (the stream
+/// follower of actors/replication.hpp applies what comes back).
+struct replication_link;
+journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* log,
+                                  replication_link* repl, coordinator_actor coordinator,
+                                  runtime_probe* probe,
                                   std::chrono::nanoseconds sweep_interval,
                                   std::function<index::micros()> clock);
 

@@ -83,6 +83,10 @@ struct options {
   /// The RocksDB environment; tests pass a fault-injecting one (journal/fault_env.hpp).
   /// Not owned; must outlive the log. Default nullptr: rocksdb::Env::Default().
   rocksdb::Env* env = nullptr;
+  /// The records live in another log (JetStream, journal/record_log.hpp): this directory
+  /// keeps only snapshots, whose covering position may then be any value (not bounded by
+  /// last_sequence()). Default false.
+  bool external_positions = false;
 };
 
 /// What `open()` found on disk.

@@ -98,7 +98,7 @@ status snapshot_writer::abandon() {
 
 result<snapshot_writer> log::begin_snapshot(std::uint64_t covering_seq) {
   auto& p = *impl_;
-  if (covering_seq > last_sequence()) {
+  if (!p.opts.external_positions && covering_seq > last_sequence()) {
     return status{errc::invalid_argument,
                   p.where() + ": snapshot covering seq " + std::to_string(covering_seq) +
                       " is beyond the last sequence " + std::to_string(last_sequence())};

@@ -120,6 +120,8 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--http-max-connections", cfg.http_max_connections,
                  "open connections per HTTP port; more are closed at accept")
       ->capture_default_str();
+  journal_flag_text journal_text;
+  add_journal_flags(app, cfg.journal, journal_text);
 
   // Go's flag package also accepts a single dash; normalise "-flag" to "--flag".
   std::vector<std::string> args;
@@ -230,6 +232,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
     return invalid("invalid --snapshot-every-records " + std::to_string(snapshot_every_records) +
                    ": want 0 (never by count) or more");
   cfg.snapshot_every_records = static_cast<std::uint64_t>(snapshot_every_records);
+  if (auto bad = finish_journal_flags(app, journal_text, cfg.journal)) return invalid(*bad);
   return cfg;
 }
 

@@ -12,6 +12,7 @@
 #include <variant>
 
 #include "actors/runtime.hpp"
+#include "server/journal_flags.hpp"
 
 namespace ic::server {
 
@@ -74,6 +75,8 @@ struct server_config {
   /// `--http-max-connections`, default 1024: open connections per HTTP port; more are closed
   /// at accept and counted in inferencecache_http_connections_rejected_total. Must be > 0.
   int http_max_connections = 1024;
+  /// `--journal` and the NATS flags (server/journal_flags.hpp).
+  journal_config journal;
 };
 
 /// Parsing ended without a config: print `message` (to stdout for code 0, else one line on

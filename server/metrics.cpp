@@ -6,6 +6,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <chrono>
 #include <cmath>
 #include <map>
 #include <sstream>
@@ -116,6 +117,32 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
     http_open_->Add({{"listener", listener}});
   }
   journal_available_->Set(1);
+  journal_position_ = &prometheus::BuildGauge()
+                           .Name("inferencecache_journal_position")
+                           .Help("Journal positions: applied (handed to apply) and stream_last "
+                                 "(highest known); stream sequences in JetStream mode")
+                           .Register(r);
+  journal_apply_lag_ = &prometheus::BuildGauge()
+                            .Name("inferencecache_journal_apply_lag_seconds")
+                            .Help("0 when caught up, else the age of the last applied batch")
+                            .Register(r)
+                            .Add({});
+  journal_nats_connected_ = &prometheus::BuildGauge()
+                                 .Name("inferencecache_journal_nats_connected")
+                                 .Help("1 while connected to NATS (1 in rocksdb mode)")
+                                 .Register(r)
+                                 .Add({});
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
+  };
+  journal_publish_retries_ = counter("inferencecache_journal_publish_retries_total",
+                                     "JetStream publishes repeated with the same Msg-Id");
+  journal_unknown_outcomes_ = counter("inferencecache_journal_unknown_outcome_total",
+                                      "Appends given up after --journal-append-timeout");
+  journal_gaps_ = counter("inferencecache_journal_gaps_total",
+                          "Stream gaps (purged past this replica): it stopped applying");
+  journal_consumer_resets_ = counter("inferencecache_journal_consumer_resets_total",
+                                     "Ordered consumer resets handled by the NATS client");
   // Pre-create the drop reasons so dashboards see zeros.
   for (const char* reason :
        {"DROPPED_EMPTY_HASH_SCHEME", "DROPPED_MALFORMED_CHAIN", "RESERVED_TENANT"})
@@ -247,6 +274,25 @@ std::vector<grpc_gateway::metric_sample> server_metrics::samples() const {
     }
   }
   return out;
+}
+
+void server_metrics::set_journal_stats(const journal::log_stats& s) {
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  journal_position_->Add({{"kind", "applied"}}).Set(static_cast<double>(s.delivered_position));
+  journal_position_->Add({{"kind", "stream_last"}}).Set(static_cast<double>(s.log_position));
+  journal_apply_lag_->Set(journal::apply_lag_seconds(s, now_ns));
+  journal_nats_connected_->Set(s.connected ? 1 : 0);
+  std::lock_guard<std::mutex> lk(journal_mu_);
+  auto grow = [](prometheus::Counter* c, std::uint64_t now, std::uint64_t before) {
+    if (now > before) c->Increment(static_cast<double>(now - before));
+  };
+  grow(journal_publish_retries_, s.publish_retries, journal_last_.publish_retries);
+  grow(journal_unknown_outcomes_, s.unknown_outcomes, journal_last_.unknown_outcomes);
+  grow(journal_gaps_, s.gaps, journal_last_.gaps);
+  grow(journal_consumer_resets_, s.consumer_resets, journal_last_.consumer_resets);
+  journal_last_ = s;
 }
 
 }  // namespace ic::server

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "journal/record_log.hpp"
 #include "actors/messages.hpp"
 #include "grpc_gateway/inference_cache_service.hpp"
 
@@ -60,6 +61,11 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   void on_dropped(const std::string& reason, std::int64_t count) override;
   void on_tokenize(std::string_view outcome, double seconds) override;
 
+  /// Sets the journal series of spec/scaleout.md §3.9 from the journal's counters (at
+  /// scrape time): positions, apply lag, publish retries, unknown outcomes, gaps, NATS
+  /// connected.
+  void set_journal_stats(const journal::log_stats& s);
+
   /// Renders the Prometheus text exposition of every series.
   std::string render() const;
   /// Lists every current series (histograms as _count, _sum and _bucket{le}).
@@ -86,6 +92,16 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Histogram* tokenize_duration_;
   prometheus::Family<prometheus::Counter>* http_rejected_;
   prometheus::Family<prometheus::Gauge>* http_open_;
+  // journal seam (issue #15): set_journal_stats
+  prometheus::Family<prometheus::Gauge>* journal_position_;
+  prometheus::Gauge* journal_apply_lag_;
+  prometheus::Gauge* journal_nats_connected_;
+  prometheus::Counter* journal_publish_retries_;
+  prometheus::Counter* journal_unknown_outcomes_;
+  prometheus::Counter* journal_gaps_;
+  prometheus::Counter* journal_consumer_resets_;
+  std::mutex journal_mu_;
+  journal::log_stats journal_last_;
   std::mutex models_mu_;
   std::set<std::string> models_seen_;
 };

@@ -107,6 +107,7 @@ struct server_app::impl {
   // Refreshes the gauges read at scrape time (/metrics and StreamMetrics).
   void refresh_scrape_gauges() {
     refresh_index_gauge();
+    if (auto* rt = live_runtime()) metrics.set_journal_stats(rt->journal_stats());
     metrics.set_http_connections_open("http", http.open_connections());
     metrics.set_http_connections_open("admin", admin.open_connections());
   }
@@ -313,6 +314,8 @@ struct server_app::impl {
     ro.state.block_size = cfg.engine_block_size;
     ro.snapshot_interval = cfg.snapshot_interval;
     ro.snapshot_every_records = cfg.snapshot_every_records;
+    ro.open_journal = journal_opener(cfg.journal, cfg.data_dir, cfg.journal_fsync);  // #15
+    ro.max_apply_lag = cfg.journal.max_apply_lag;
     std::string error;
     actors::recovery_info info;
     runtime = actors::runtime::start(ro, &metrics, &error, &info);
@@ -383,7 +386,10 @@ struct server_app::impl {
                {"snapshot_addr",
                 host_of(cfg.snapshot_bind_address) + ":" + std::to_string(admin.port())},
                {"data_dir", cfg.data_dir},
-               {"journal_fsync", cfg.journal_fsync ? "true" : "false"}});
+               {"journal_fsync", cfg.journal_fsync ? "true" : "false"},
+               {"journal", cfg.journal.kind == journal_kind::jetstream
+                               ? "jetstream:" + cfg.journal.nats_stream + " as " + cfg.journal.replica_id
+                               : "rocksdb"}});
 
     if (int rc = recover(); rc != 0) return rc;
 

@@ -1,10 +1,13 @@
 // Recovery without actors: open the journal, load the newest usable snapshot, replay the
 // journal tail serially through `tenant_set`, and journal one TTL sweep at `now`. The
-// runtime (actors/runtime.cpp) then hands the recovered tenants to their actors.
+// runtime (actors/runtime.cpp) then hands the recovered tenants to their actors. Recovery
+// sees the journal only through the record_log seam (journal/record_log.hpp), so the same
+// code recovers from the RocksDB journal and from a JetStream stream.
 //
 //   std::string error;
 //   auto rec = recover(options, now_us, &error);      // nullopt: refuse to start (error says why)
 //   rec->set->tenants();                             // every tenant, as of the journal's end
+//   auto rec2 = recover(std::move(log), sopts, now_us, &error);   // an already opened log
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,7 @@
 #include <vector>
 
 #include "index/types.hpp"
-#include "journal/log.hpp"
+#include "journal/record_log.hpp"
 #include "state/tenant_state.hpp"
 
 namespace rocksdb {
@@ -50,7 +53,7 @@ struct recovery_info {
 
 /// The recovered journal and state.
 struct recovered {
-  std::unique_ptr<journal::log> log;
+  std::unique_ptr<journal::record_log> log;
   std::unique_ptr<tenant_set> set;
   recovery_info info;
 };
@@ -60,6 +63,13 @@ struct recovered {
 /// journal cannot be opened, the newest usable snapshot cannot be loaded, the journal was
 /// truncated but no snapshot covers it, or a record of the tail cannot be decoded or applied.
 std::optional<recovered> recover(const recovery_options& options, index::micros now,
+                                 std::string* error);
+
+/// Recovers from an opened log (either implementation of the seam). A replicated log
+/// replays up to the stream's end as of the call and journals no sweep here (every replica
+/// must apply the same records: the journal actor publishes the start-up sweep instead).
+std::optional<recovered> recover(std::unique_ptr<journal::record_log> log,
+                                 const state_options& sopts, index::micros now,
                                  std::string* error);
 
 }  // namespace ic::state

@@ -28,7 +28,7 @@ TEST(Recover, AnEmptyJournalGivesNoTenantsAndJournalsOneSweep) {
   EXPECT_EQ(rec->info.records_replayed, 0u);
   EXPECT_EQ(rec->info.snapshot_seq, 0u);
   EXPECT_EQ(rec->info.last_sequence, 1u);  // the start-up sweep
-  EXPECT_EQ(rec->log->last_sequence(), 1u);
+  EXPECT_EQ(rec->log->last_position(), 1u);
 }
 
 TEST(Recover, ReplaysTheJournalTailLikeTheSerialTenantSet) {

@@ -280,7 +280,9 @@ struct reader::impl {
 
   ~impl() {
     if (sub != nullptr) {
-      natsSubscription_Unsubscribe(sub);  // deletes the ephemeral consumer
+      // Deletes the ephemeral consumer (a JetStream API call waiting up to 10 s). While
+      // disconnected, skip it: the server drops an ordered consumer by itself once idle.
+      if (conn && conn->connected()) natsSubscription_Unsubscribe(sub);
       natsSubscription_Destroy(sub);
     }
   }

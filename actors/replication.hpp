@@ -1,0 +1,72 @@
+// The replicated journal's apply side (internal to actors/; spec/scaleout.md §3.2): in
+// JetStream mode the journal actor only *publishes* a group commit; the stream follower
+// (one thread) hands every batch that comes back from the stream to the coordinator, in
+// stream order, its own replica's batches included. The sinks of this replica's appends
+// wait in `pending_batches` under the batch id (the Nats-Msg-Id) until their batch is
+// delivered, so a producer's Ack still means "journaled and applied here".
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "actors/protocol.hpp"
+#include "journal/record_log.hpp"
+
+namespace ic::actors {
+
+/// The sinks of published batches whose delivery has not been seen yet. Thread-safe.
+class pending_batches {
+ public:
+  struct item {
+    std::shared_ptr<append_sink> sink;
+    std::size_t slot = 0;
+  };
+  /// Registers the sinks of batch `id` (one per record, in record order) before it is
+  /// published: a delivery may beat the PubAck.
+  void add(std::string id, std::vector<item> items);
+  /// Removes and returns the sinks of `id`; nullopt when unknown or already taken.
+  std::optional<std::vector<item>> take(std::string_view id);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::vector<item>> map_;
+};
+
+/// What the journal actor needs in replicated mode.
+struct replication_link {
+  pending_batches pending;
+  /// Refuse appends (JOURNAL_UNAVAILABLE) while the apply lag exceeds this; 0 = never.
+  std::chrono::nanoseconds max_apply_lag{0};
+};
+
+/// The follower thread: `log->follow()` → committed batches for `coordinator`.
+class stream_follower {
+ public:
+  stream_follower(journal::record_log* log, pending_batches* pending,
+                  coordinator_actor coordinator);
+  /// Stops the thread (returns after it exited).
+  ~stream_follower();
+  stream_follower(const stream_follower&) = delete;
+  stream_follower& operator=(const stream_follower&) = delete;
+  void stop();
+
+ private:
+  void run();
+
+  journal::record_log* log_;
+  pending_batches* pending_;
+  coordinator_actor coordinator_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace ic::actors

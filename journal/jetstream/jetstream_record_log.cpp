@@ -1,0 +1,214 @@
+#include "journal/jetstream/jetstream_record_log.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace ic::journal::jetstream {
+namespace {
+
+void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
+  std::uint64_t cur = a.load();
+  while (cur < v && !a.compare_exchange_weak(cur, v)) {
+  }
+}
+
+std::int64_t wall_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_options& opts) {
+  std::unique_ptr<jetstream_log> l(new jetstream_log());
+  l->opts_ = opts;
+  auto w = writer::open(opts.nats);
+  if (!w.ok()) return w.status();
+  l->writer_ = std::move(w).value();
+  journal::options local = opts.local;
+  local.external_positions = true;
+  auto lg = journal::log::open(opts.snapshot_dir, local);
+  if (!lg.ok()) return lg.status();
+  l->local_ = std::move(lg).value();
+  return l;
+}
+
+jetstream_log::~jetstream_log() { (void)close(); }
+
+std::string jetstream_log::describe() const { return "stream " + opts_.nats.stream; }
+
+std::string jetstream_log::next_batch_id() const { return msg_id(writer_->peek_next_id()); }
+
+result<std::uint64_t> jetstream_log::append(const std::vector<record_in>& records) {
+  if (records.size() > max_records_per_batch)
+    return status{errc::invalid_argument, "a replicated batch carries at most " +
+                                              std::to_string(max_records_per_batch) + " records"};
+  auto ack = writer_->append(records);
+  if (!ack.ok()) return ack.status();
+  note_stream_last(ack->position);
+  return record_position(ack->position, 0);
+}
+
+result<std::uint64_t> jetstream_log::append_keyed(const std::vector<record_in>& records,
+                                                  const dedup_key& key) {
+  if (records.size() > max_records_per_batch)
+    return status{errc::invalid_argument, "a replicated batch carries at most " +
+                                              std::to_string(max_records_per_batch) + " records"};
+  auto ack = writer_->append(records, batch_id{key.scope, key.period, key.slot});
+  if (!ack.ok()) return ack.status();
+  note_stream_last(ack->position);
+  return record_position(ack->position, 0);
+}
+
+void jetstream_log::note_stream_last(std::uint64_t seq) {
+  raise(stream_last_, seq);
+  std::int64_t zero = 0;
+  if (stream_seq_of(delivered_.load()) < stream_last_.load())
+    behind_since_ns_.compare_exchange_strong(zero, wall_ns());
+}
+
+void jetstream_log::note_delivered() {
+  if (stream_seq_of(delivered_.load()) >= stream_last_.load()) behind_since_ns_ = 0;
+}
+
+template <typename Visit>
+bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
+  raise(stream_last_, b.position);
+  last_stored_at_ns_ = b.stored_at_ns;
+  struct caught_up_check {
+    jetstream_log* self;
+    ~caught_up_check() { self->note_delivered(); }
+  } check{this};
+  if (!b.problem.ok()) {
+    // The same bytes on every replica: skipped the same way everywhere (spec §3.8).
+    ++skipped_;
+    raise(delivered_, record_position(b.position, max_records_per_batch - 1));
+    return true;
+  }
+  std::vector<record_view> views;
+  views.reserve(b.records.size());
+  for (std::size_t i = 0; i < b.records.size(); ++i) {
+    const std::uint64_t pos = record_position(b.position, i);
+    if (pos <= delivered_.load()) continue;  // already covered by the snapshot
+    record_view v = b.records[i];
+    v.seq = pos;
+    views.push_back(v);
+  }
+  if (!views.empty()) delivered_ = views.back().seq;
+  return visit(b, views);
+}
+
+status jetstream_log::read_after(std::uint64_t after,
+                                 const std::function<bool(const record_view&)>& visit) {
+  delivered_ = after;
+  const std::uint64_t from = std::max<std::uint64_t>(1, stream_seq_of(after) +
+                                                            (after == 0 ? 1 : 0));
+  auto st = writer_->state();
+  if (!st.ok()) return st.status();
+  note_stream_last(st->last_seq);
+  if (st->first_seq > from && st->msgs > 0 && after > 0) {
+    ++gaps_;
+    return status{errc::out_of_range,
+                  describe() + ": purged past this replica's snapshot (first sequence " +
+                      std::to_string(st->first_seq) + ", needed " + std::to_string(from) +
+                      "); loading a shared snapshot is not built"};
+  }
+  auto r = reader::open(opts_.nats, from);
+  if (!r.ok()) return r.status();
+  reader_ = std::move(r).value();
+  if (st->last_seq < from) return status::success();
+  status s = reader_->follow(
+      st->last_seq,
+      [&](const delivered_batch& b) {
+        return deliver(b, [&](const delivered_batch&, const std::vector<record_view>& views) {
+          for (const auto& v : views)
+            if (!visit(v)) return false;
+          return true;
+        });
+      },
+      opts_.catch_up_timeout);
+  if (!s.ok() && s.code() == errc::out_of_range) ++gaps_;
+  return s;
+}
+
+status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
+                             const std::atomic<bool>& stop) {
+  if (!reader_) return status{errc::invalid_argument, "follow() before read_after()"};
+  while (!stop.load()) {
+    auto got = reader_->next(std::chrono::milliseconds(200));
+    resets_ = reader_->resets();
+    if (!got.ok()) {
+      if (got.status().code() == errc::out_of_range) {
+        ++gaps_;
+        return got.status();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // reconnecting
+      continue;
+    }
+    if (!got->has_value()) continue;
+    deliver(**got, [&](const delivered_batch& b, const std::vector<record_view>& views) {
+      if (views.empty()) return true;
+      log_batch lb;
+      lb.batch_id = b.msg_id;
+      lb.records = &views;
+      lb.stored_at_ns = b.stored_at_ns;
+      visit(lb);
+      return true;
+    });
+  }
+  return status::success();
+}
+
+std::string jetstream_log::torn_tail() const {
+  return local_->info().dropped_torn_tail ? local_->info().torn_tail_reason : std::string();
+}
+
+result<snapshot_writer> jetstream_log::begin_snapshot(std::uint64_t covering_position) {
+  return local_->begin_snapshot(covering_position);
+}
+
+result<snapshot_info> jetstream_log::read_newest_snapshot(
+    const std::function<void(const snapshot_info&)>& on_begin,
+    const std::function<status(std::string_view)>& on_chunk,
+    std::vector<status>* skipped) const {
+  return local_->read_newest_snapshot(on_begin, on_chunk, skipped);
+}
+
+result<std::size_t> jetstream_log::prune_snapshots(std::size_t keep) {
+  return local_->prune_snapshots(keep);
+}
+
+status jetstream_log::truncate_through(std::uint64_t) { return status::success(); }
+
+log_stats jetstream_log::stats() const {
+  log_stats s;
+  s.replicated = true;
+  s.connected = writer_ && writer_->connected();
+  s.log_position = stream_last_.load();
+  s.delivered_position = stream_seq_of(delivered_.load());
+  s.last_stored_at_ns = last_stored_at_ns_.load();
+  s.behind_since_ns = behind_since_ns_.load();
+  if (writer_) {
+    const writer_stats w = writer_->stats();
+    s.publish_retries = w.retries;
+    s.unknown_outcomes = w.unknown_outcomes;
+  }
+  s.consumer_resets = resets_.load();
+  s.gaps = gaps_.load();
+  s.skipped_batches = skipped_.load();
+  return s;
+}
+
+status jetstream_log::close() {
+  reader_.reset();
+  writer_.reset();
+  if (local_) {
+    status s = local_->close();
+    local_.reset();
+    return s;
+  }
+  return status::success();
+}
+
+}  // namespace ic::journal::jetstream

@@ -1,0 +1,219 @@
+// N server replicas on one JetStream journal (issue #15, spec/scaleout.md §3): a real
+// nats-server (JetStream, own store dir in a temp dir, free loopback port, stopped by PID:
+// journal/jetstream/nats_fixture) and two real servers with --journal=jetstream
+// --nats-replicas=1. Skipped when nats-server is not installed.
+#include <csignal>
+#include <thread>
+
+#include <grpcpp/create_channel.h>
+#include <grpcpp/security/credentials.h>
+#include <gtest/gtest.h>
+
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "journal/jetstream/nats_fixture.hpp"
+#include "tests/support/http_client.hpp"
+#include "tests/support/server_process.hpp"
+
+namespace ic {
+namespace {
+
+using namespace std::chrono_literals;
+namespace v1 = inferencecache::v1alpha1;
+using journal::jetstream::testing::nats_cluster;
+using steady = std::chrono::steady_clock;
+
+std::vector<std::string> replica_args(const std::string& data_dir, const std::string& id,
+                                      const std::string& nats_url) {
+  return {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+          "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + data_dir,
+          "--insecure-disable-auth", "--journal=jetstream", "--nats-servers=" + nats_url,
+          "--nats-replicas=1", "--replica-id=" + id, "--journal-append-timeout=1s"};
+}
+
+v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
+               const std::vector<std::string>& blocks, grpc::Status* rpc = nullptr) {
+  v1::CacheStateUpdate u;
+  u.set_replica_id(replica);
+  u.set_model_id("llama");
+  u.set_tenant_id("t");
+  u.set_hash_scheme("vllm");
+  auto* p = u.add_prefixes();
+  for (const auto& b : blocks) {
+    p->add_block_hashes(b);
+    p->add_block_token_counts(64);
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  v1::Ack ack;
+  auto writer = stub.ReportCacheState(&ctx, &ack);
+  writer->Write(u);
+  writer->WritesDone();
+  grpc::Status st = writer->Finish();
+  if (rpc) *rpc = st;
+  return ack;
+}
+
+v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks) {
+  v1::LookupRouteRequest req;
+  req.set_tenant_id("t");
+  req.set_model_id("llama");
+  req.set_hash_scheme("vllm");
+  for (const auto& b : blocks) {
+    req.add_block_hashes(b);
+    req.add_block_token_counts(64);
+  }
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  v1::LookupRouteResponse resp;
+  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
+  return resp;
+}
+
+// Polls `stub` (bounded) until `blocks` match on `replica`; returns how long it took.
+bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks,
+               const std::string& replica, std::chrono::milliseconds bound) {
+  const auto deadline = steady::now() + bound;
+  while (steady::now() < deadline) {
+    auto r = lookup(stub, blocks);
+    if (r.reason_code() == "PREFIX_MATCH" && r.replica_scores_size() == 1 &&
+        r.replica_scores(0).replica_id() == replica &&
+        r.replica_scores(0).matched_tokens() == 64 * static_cast<int>(blocks.size()))
+      return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+class JetStreamReplicas : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server is not installed (scripts/install_deps.sh installs it)";
+    std::string why;
+    nats_ = nats_cluster::start(1, &why);
+    ASSERT_TRUE(nats_) << why;
+    dir_a_ = test::make_temp_dir("ic_js_a");
+    dir_b_ = test::make_temp_dir("ic_js_b");
+  }
+  void TearDown() override {
+    a_.reset();
+    b_.reset();
+    nats_.reset();
+    if (!dir_a_.empty()) test::remove_tree(dir_a_);
+    if (!dir_b_.empty()) test::remove_tree(dir_b_);
+  }
+  std::unique_ptr<test::server_process> start(const std::string& dir, const std::string& id,
+                                              std::vector<std::string> extra = {}) {
+    auto args = replica_args(dir, id, nats_->url(0));
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto s = test::server_process::start(IC_SERVER_BINARY, args);
+    EXPECT_TRUE(s && s->wait_ready(20s)) << (s ? s->logs() : "fork failed");
+    return s;
+  }
+  static std::unique_ptr<v1::InferenceCache::Stub> stub(const test::server_process& s) {
+    return v1::InferenceCache::NewStub(
+        grpc::CreateChannel(s.grpc_target(), grpc::InsecureChannelCredentials()));
+  }
+
+  std::unique_ptr<nats_cluster> nats_;
+  std::string dir_a_, dir_b_;
+  std::unique_ptr<test::server_process> a_, b_;
+};
+
+// Ingest on A: A's Ack means applied on A (read-your-writes), and B converges.
+// Both start-up sweeps fall in one 24 h slot: the stream keeps one (Msg-Id sweep.<slot>).
+TEST_F(JetStreamReplicas, IngestOnOneReplicaIsServedByTheOther) {
+  a_ = start(dir_a_, "ra", {"--sweep-interval=24h"});
+  b_ = start(dir_b_, "rb", {"--sweep-interval=24h"});
+  ASSERT_TRUE(a_ && b_);
+  std::this_thread::sleep_for(300ms);  // both start-up sweeps published
+  auto sa = stub(*a_), sb = stub(*b_);
+  for (int i = 0; i < 20; ++i) {
+    const std::string blk = "k" + std::to_string(i);
+    auto ack = report(*sa, "gpu-a", {blk + "x", blk + "y"});
+    ASSERT_TRUE(ack.accepted()) << ack.reason_code() << a_->logs();
+    auto here = lookup(*sa, {blk + "x", blk + "y"});  // no poll: applied before the Ack
+    ASSERT_EQ(here.reason_code(), "PREFIX_MATCH") << i;
+  }
+  EXPECT_TRUE(converges(*sb, {"k19x", "k19y"}, "gpu-a", 5s)) << b_->logs();
+  // Every earlier update too (stream order): no poll needed once the last one is there.
+  for (int i = 0; i < 19; ++i)
+    EXPECT_EQ(lookup(*sb, {"k" + std::to_string(i) + "x"}).reason_code(), "PREFIX_MATCH") << i;
+  // One sweep + 20 updates in the stream.
+  auto metrics = test::http_call(b_->http_port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("inferencecache_journal_position{kind=\"stream_last\"} 21"),
+            std::string::npos)
+      << metrics.body;
+  // And the other way round.
+  ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted());
+  EXPECT_TRUE(converges(*sa, {"from-b"}, "gpu-b", 5s));
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// A replica stopped while the other ingests catches up from the stream after its restart
+// (local snapshot + stream tail); one with an empty data dir replays the whole stream.
+TEST_F(JetStreamReplicas, ARestartedReplicaRecoversFromTheStream) {
+  a_ = start(dir_a_, "ra");
+  b_ = start(dir_b_, "rb");
+  ASSERT_TRUE(a_ && b_);
+  auto sa = stub(*a_);
+  ASSERT_TRUE(report(*sa, "gpu-a", {"before"}).accepted());
+  {
+    auto sb = stub(*b_);
+    ASSERT_TRUE(converges(*sb, {"before"}, "gpu-a", 5s));
+  }
+  EXPECT_EQ(b_->terminate(), 0);  // writes its local snapshot
+  ASSERT_TRUE(report(*sa, "gpu-a", {"while-down"}).accepted());
+  b_ = start(dir_b_, "rb");
+  ASSERT_TRUE(b_);
+  auto sb = stub(*b_);
+  EXPECT_EQ(lookup(*sb, {"before"}).reason_code(), "PREFIX_MATCH");
+  EXPECT_TRUE(converges(*sb, {"while-down"}, "gpu-a", 5s)) << b_->logs();
+  EXPECT_NE(b_->logs().find("snapshot_seq"), std::string::npos);
+  EXPECT_EQ(b_->logs().find("\"snapshot_seq\":\"0\""), std::string::npos) << b_->logs();
+
+  // kill -9 and restart on an empty data dir: everything from the stream alone.
+  ASSERT_EQ(b_->terminate(SIGKILL), 128 + SIGKILL);
+  test::remove_tree(dir_b_);
+  dir_b_ = test::make_temp_dir("ic_js_b2");
+  b_ = start(dir_b_, "rb");
+  ASSERT_TRUE(b_);
+  auto sb2 = stub(*b_);
+  EXPECT_TRUE(converges(*sb2, {"while-down"}, "gpu-a", 5s)) << b_->logs();
+  EXPECT_EQ(lookup(*sb2, {"before"}).reason_code(), "PREFIX_MATCH");
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// NATS gone: appends get JOURNAL_UNAVAILABLE within the budget (the next ones at once),
+// lookups keep serving what was applied, /readyz stays 200.
+TEST_F(JetStreamReplicas, NatsDownRefusesProducersAndKeepsServingLookups) {
+  a_ = start(dir_a_, "ra");
+  ASSERT_TRUE(a_);
+  auto sa = stub(*a_);
+  ASSERT_TRUE(report(*sa, "gpu-a", {"kept"}).accepted());
+  nats_->kill9(0);
+  const auto t0 = steady::now();
+  grpc::Status rpc;
+  auto first = report(*sa, "gpu-a", {"lost-1"}, &rpc);
+  const auto first_took = steady::now() - t0;
+  ASSERT_TRUE(rpc.ok()) << rpc.error_message();  // an Ack, never gRPC UNAVAILABLE
+  EXPECT_FALSE(first.accepted());
+  EXPECT_EQ(first.reason_code(), "JOURNAL_UNAVAILABLE");
+  EXPECT_LT(first_took, 2500ms);  // --journal-append-timeout=1s (+ slack for the box)
+  const auto t1 = steady::now();
+  auto second = report(*sa, "gpu-a", {"lost-2"});
+  EXPECT_EQ(second.reason_code(), "JOURNAL_UNAVAILABLE");
+  EXPECT_LT(steady::now() - t1, 500ms);  // refused at once while disconnected
+  EXPECT_EQ(lookup(*sa, {"kept"}).reason_code(), "PREFIX_MATCH");
+  EXPECT_NE(lookup(*sa, {"lost-1"}).reason_code(), "PREFIX_MATCH");
+  auto ready = test::http_call(a_->http_port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200);
+  auto metrics = test::http_call(a_->http_port(), "GET", "/metrics");
+  EXPECT_NE(metrics.body.find("inferencecache_journal_nats_connected 0"), std::string::npos)
+      << metrics.body;
+  EXPECT_EQ(a_->terminate(), 0);
+}
+
+}  // namespace
+}  // namespace ic
