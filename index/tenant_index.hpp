@@ -241,6 +241,8 @@ class tenant_index {
   cache_state_view get_cache_state(std::string_view model) const;
   /// Appends the stats rows of `model` to `out`, sorted by replica id (none when reserved).
   void stats_rows(std::string_view model, std::vector<stats_row_view>& out) const;
+  /// Returns the models that have stats rows, sorted (none when reserved).
+  std::vector<std::string_view> stats_models() const;
   /// Returns the /snapshot rows of this tenant (none when reserved). O(entries).
   snapshot_view snapshot() const;
   /// Returns distinct keys per model (`index_entries{model}`; none when reserved), sorted.

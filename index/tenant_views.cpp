@@ -82,6 +82,15 @@ void tenant_index::stats_rows(std::string_view model, std::vector<stats_row_view
             [](const stats_row_view& a, const stats_row_view& b) { return a.replica_id < b.replica_id; });
 }
 
+std::vector<std::string_view> tenant_index::stats_models() const {
+  std::vector<std::string_view> out;
+  if (reserved_) return out;
+  for (const auto& [m, rows] : stats_)
+    if (!rows.empty()) out.push_back(names_.name(m));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void tenant_index::snapshot_rows(snapshot_view& out) const {
   struct row {
     std::int64_t prefix_count = 0;
