@@ -268,7 +268,7 @@ TEST_F(PdTemplates, Row19_ReplicaUpdatedRefreshesLastSeen) {
 }
 
 TEST_F(PdTemplates, Row37_TenantLookupTimeoutAnswersTimeoutNeverAnError) {
-  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "300", 1);
+  ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
   start({"--insecure-disable-auth"}, IC_TESTHOOKS_SERVER_BINARY);
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   ASSERT_EQ(admin("POST", "/topology", kTopology).status, 204);
@@ -279,8 +279,8 @@ TEST_F(PdTemplates, Row37_TenantLookupTimeoutAnswersTimeoutNeverAnError) {
             204);
   const auto t0 = std::chrono::steady_clock::now();
   expect_pd(pd_route(), "TIMEOUT", "", "", "");
-  // Answered at the tenant budget, not after the actor's 300 ms stall.
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, 290ms);
+  // Answered at the tenant budget, not after the actor's 1.5 s stall.
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1400ms);
 }
 
 TEST_F(PdTemplates, Rows40And26_JournalUnavailableIs503AndTheOldStoresKeepServing) {
