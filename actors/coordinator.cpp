@@ -190,6 +190,7 @@ void run_job(coordinator_pointer self) {
     return;
   }
   snapshot_job sj{s.last_applied_seq, view_of(s)};
+  sj.view.stores = state::store_sections(*s.sh->stores);
   s.schedule.started(steady::now());
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
@@ -291,6 +292,14 @@ bool dispatch_front(coordinator_pointer self) {
       sh.inflight.fetch_add(1);
       self->send(it->second.first, apply_atom::value, std::move(r));
     }
+  } else if (state::is_store_record(r.rec)) {
+    // /topology, /templates: a pointer swap readers never wait on, applied here in journal
+    // order before the push is answered (journaled, then visible).
+    std::string why;
+    if (!state::apply_store_record(*sh.stores, r.rec, &why))
+      spdlog::error("journal record {} not applied: {}", r.seq, why);
+    s.last_applied_seq = r.seq;
+    ack(r);
   } else if (auto* p = std::get_if<proto::policy_record>(&payload)) {
     // Drain first: no tenant is then mid-sweep (which would defer the change), so every
     // tenant installs it from its mailbox before any lookup sent after the push's 204.

@@ -11,6 +11,7 @@
 //   coordinator            -> tenant actors       caphead() / capevict(cap_order) / hold() / release()
 //   coordinator            -> snapshot writer     snapwrite(snapshot_job) / read(read_job)
 //   gateway thread         -> tenant actor        lookup(lookup_call) / cstate(state_call)  [cache_state_atom]
+//   gateway thread         -> tenant actor        pdroute(pd_call)                           [pd_route_atom]
 //   HTTP thread            -> coordinator         probe(probe_call) / snapnow() / read(read_job)
 //
 // Messages are local only (never serialised), so types are allowed with
@@ -44,6 +45,7 @@
 #include "state/probe.hpp"
 #include "proto/record_codec.hpp"
 #include "actors/runtime.hpp"
+#include "state/snapshot_io.hpp"
 #include "state/tenant_state.hpp"
 #include "index/tenant_index.hpp"
 #include "index/types.hpp"
@@ -69,6 +71,7 @@ using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
 using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
+using pd_route_atom = caf::atom_constant<caf::atom("pdroute")>;
 
 /// One input to journal (journal actor <- runtime::append).
 struct append_msg {
@@ -153,6 +156,9 @@ struct ask_call final : expiring {
 /// A LookupRoute ask.
 using lookup_call = ask_call<index::lookup_route_response, index::lookup_route_request>;
 using lookup_call_ptr = std::shared_ptr<lookup_call>;
+/// A LookupPDRoute ask.
+using pd_call = ask_call<topology::pd_route_response, topology::pd_route_request>;
+using pd_call_ptr = std::shared_ptr<pd_call>;
 /// A GetCacheState ask (the question is the model).
 using state_call = ask_call<index::cache_state_view, std::string>;
 using state_call_ptr = std::shared_ptr<state_call>;
@@ -170,6 +176,8 @@ struct frozen_view {
   state::policy_ptr policies;
   std::shared_ptr<index::shared_facts> facts;
   std::vector<std::shared_ptr<state::tenant_state>> tenants;
+  /// The /topology and /templates sections (filled for snapshots only).
+  state::store_section_list stores;
   /// The tenants as the merge functions of state/tenant_state.hpp take them.
   std::vector<const state::tenant_state*> list() const {
     std::vector<const state::tenant_state*> out;
@@ -204,6 +212,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::cap_order)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::cap_evicted)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::lookup_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::state_call_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::pd_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::read_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
@@ -221,6 +230,7 @@ namespace ic::actors {
 ///   probe(call)          <- coordinator: the /probe self-test (reserved tenant only)
 ///   lookup(call)         <- gateway: decide, claim, answer, credit LFU
 ///   cstate(call)         <- gateway: GetCacheState
+///   pdroute(call)        <- gateway: LookupPDRoute (decide, claim, answer; no LFU credit)
 ///   caphead()            -> cap_head_reply            (coordinator, while nothing is in flight)
 ///   capevict(order)      -> cap_evicted
 ///   hold() -> bool / release()   LFU credits wait while a frozen read runs
@@ -228,7 +238,7 @@ using tenant_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, tenant_record>, caf::reacts_to<sweep_atom, sweep_order>,
     caf::reacts_to<sweep_more_atom>, caf::reacts_to<policy_atom, state::policy_ptr>,
     caf::reacts_to<probe_atom, probe_call_ptr>, caf::reacts_to<lookup_atom, lookup_call_ptr>,
-    caf::reacts_to<cache_state_atom, state_call_ptr>,
+    caf::reacts_to<cache_state_atom, state_call_ptr>, caf::reacts_to<pd_route_atom, pd_call_ptr>,
     caf::replies_to<caphead_atom>::with<cap_head_reply>,
     caf::replies_to<capevict_atom, cap_order>::with<cap_evicted>,
     caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>>;

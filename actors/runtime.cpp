@@ -113,6 +113,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   sh.test_delay = test_lookup_delay();
   sh.options = sopts;
   sh.policies.publish(set->policies());
+  sh.stores = set->stores();
   p->absent = std::make_unique<state::absent_tenant>(sopts, sh.facts.get());
   p->writer = spawn_snapshot_writer(p->system, p->log.get(),
                                     std::max<std::size_t>(1, options.snapshots_kept));
@@ -175,6 +176,43 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
   const bool run_here = impl_->shared.test_delay.count() == 0 && short_decision(request);
   ask_tenant<lookup_call>(impl_->system, impl_->timer, *actor, lookup_atom::value, deadline,
                           std::move(request), std::move(done), run_here);
+}
+
+void runtime::pd_route(topology::pd_route_request request, steady::time_point deadline,
+                       std::function<void(std::optional<topology::pd_route_response>)> done) {
+  if (steady::now() > deadline) {
+    done(std::nullopt);
+    return;
+  }
+  runtime_shared& sh = impl_->shared;
+  auto actor = sh.directory.find(request.tenant_id);
+  if (!actor) {
+    // No actor: the tenant holds no stats rows and no entries; the answer reads only the
+    // topology, the policy and the shared totals, so it is given here.
+    const wall_clock clock(sh.clock);
+    done(impl_->absent->decide_pd(request, *sh.stores->topologies.current(), *sh.policies.get(),
+                                  clock, clock.at(deadline)));
+    return;
+  }
+  const bool run_here = sh.test_delay.count() == 0;
+  ask_tenant<pd_call>(impl_->system, impl_->timer, *actor, pd_route_atom::value, deadline,
+                      std::move(request), std::move(done), run_here);
+}
+
+templates::render_response runtime::render(const templates::render_request& request) const {
+  return templates::render(*impl_->shared.stores->templates.current(), request);
+}
+
+std::shared_ptr<const topology::topology_snapshot> runtime::topologies() const {
+  return impl_->shared.stores->topologies.current();
+}
+
+std::string runtime::topology_json() const { return impl_->shared.stores->topologies.to_json(); }
+
+std::string runtime::templates_json() const { return impl_->shared.stores->templates.to_json(); }
+
+std::string runtime::templates_payload() const {
+  return impl_->shared.stores->templates.to_bytes();
 }
 
 void runtime::cache_state(std::string tenant, std::string model, steady::time_point deadline,
@@ -242,6 +280,24 @@ runtime::entries_by_model_blocking(std::chrono::milliseconds timeout) {
   return frozen_read<std::vector<std::pair<std::string, std::int64_t>>>(
       impl_->coordinator, timeout,
       [](const frozen_view& v) { return state::merge_entries_by_model(v.list()); });
+}
+
+std::optional<std::vector<topology::side_members>> runtime::pd_members_blocking(
+    std::chrono::milliseconds timeout) {
+  auto topologies = impl_->shared.stores->topologies.current();
+  if (topologies->set().topologies.empty()) return std::vector<topology::side_members>{};
+  const index::micros now = impl_->shared.clock();
+  return frozen_read<std::vector<topology::side_members>>(
+      impl_->coordinator, timeout, [topologies, now](const frozen_view& v) {
+        return topology::count_members(
+            *topologies,
+            [&v](std::string_view tenant) -> const index::tenant_index* {
+              for (const auto& t : v.tenants)
+                if (t->tenant() == tenant) return &t->index();
+              return nullptr;
+            },
+            now);
+      });
 }
 
 std::optional<std::vector<std::string>> runtime::canonical_dump_blocking(

@@ -34,6 +34,9 @@
 #include "proto/record_codec.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
+#include "templates/template_store.hpp"
+#include "topology/pd_selector.hpp"
+#include "topology/pool_members.hpp"
 
 namespace rocksdb {
 class Env;
@@ -142,6 +145,28 @@ class runtime {
                    std::chrono::steady_clock::time_point deadline,
                    std::function<void(std::optional<index::cache_state_view>)> done);
 
+  /// Asks the request tenant's actor for a LookupPDRoute decision (pd-templates.md §2.4)
+  /// answered by `deadline`: `done(response)`, or `done(nullopt)` when the deadline passed
+  /// first (the caller answers TIMEOUT). Never gives LFU credit. A tenant with no actor is
+  /// answered on the calling thread.
+  void pd_route(topology::pd_route_request request,
+                std::chrono::steady_clock::time_point deadline,
+                std::function<void(std::optional<topology::pd_route_response>)> done);
+
+  /// Renders a template from the current /templates snapshot (no actor hop: the store is an
+  /// immutable snapshot; pd-templates.md §3.3–§3.6). Never blocks.
+  templates::render_response render(const templates::render_request& request) const;
+
+  /// The current /topology snapshot (never null, never waits).
+  std::shared_ptr<const topology::topology_snapshot> topologies() const;
+  /// The GET /topology body: the canonical JSON of the last applied push (also its journal
+  /// payload).
+  std::string topology_json() const;
+  /// The GET /templates body (the set plus each `templateRevision`).
+  std::string templates_json() const;
+  /// The canonical journal payload of the /templates set in force.
+  std::string templates_payload() const;
+
   /// Registers an observer of index changes (dropped when `offer` returns false).
   void subscribe(std::shared_ptr<event_subscriber> subscriber);
 
@@ -156,6 +181,10 @@ class runtime {
   /// coordinator pauses dispatch until they are done.
   std::optional<index::snapshot_view> snapshot_blocking(std::chrono::milliseconds timeout);
   std::optional<std::vector<std::pair<std::string, std::int64_t>>> entries_by_model_blocking(
+      std::chrono::milliseconds timeout);
+  /// Pool member counts of every topology (the `inferencecache_pd_topology_replicas` gauge),
+  /// read at a quiescent point; empty without waiting when no topology is stored.
+  std::optional<std::vector<topology::side_members>> pd_members_blocking(
       std::chrono::milliseconds timeout);
   /// Every tenant's index as one canonical dump (tests compare live and replayed state).
   std::optional<std::vector<std::string>> canonical_dump_blocking(

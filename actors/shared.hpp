@@ -32,6 +32,22 @@ inline index::micros system_micros() {
       .count();
 }
 
+/// The LookupPDRoute selector's clock: a runtime's wall clock (`runtime_shared::clock`).
+class wall_clock final : public topology::clock {
+ public:
+  explicit wall_clock(const std::function<index::micros()>& now) : now_(now) {}
+  index::micros now() const override { return now_(); }
+  /// Returns a steady-clock deadline on this clock (Unix µs), as read now.
+  index::micros at(std::chrono::steady_clock::time_point deadline) const {
+    return now() + std::chrono::duration_cast<std::chrono::microseconds>(
+                       deadline - std::chrono::steady_clock::now())
+                       .count();
+  }
+
+ private:
+  const std::function<index::micros()>& now_;
+};
+
 /// The policy set in force, for callers that need a tenant's budget before asking (the
 /// policy actor publishes every change here).
 struct policy_cell {
@@ -78,6 +94,9 @@ struct runtime_shared {
   std::shared_ptr<index::shared_facts> facts;
   event_bus bus;
   policy_cell policies;
+  /// The /topology and /templates stores: the coordinator applies their records, tenant
+  /// actors and the gateway read their current snapshots.
+  state::stores_ptr stores;
   tenant_directory directory;
   runtime_probe* probe = nullptr;
   deadline_timer* timer = nullptr;

@@ -26,7 +26,7 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         auto writer = log->begin_snapshot(job.covering_seq);
         if (!writer.ok()) return fail(writer.status());
         journal::status add_error = journal::status::success();
-        const bool ok = state::write_state_snapshot(*job.view.policies, job.view.list(), [&](std::string_view c) {
+        const bool ok = state::write_state_snapshot(*job.view.policies, job.view.stores, job.view.list(), [&](std::string_view c) {
           r.bytes += c.size();
           add_error = writer->add_chunk(c);
           return add_error.ok();

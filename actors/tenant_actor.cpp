@@ -169,6 +169,18 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
+      [=](pd_route_atom, pd_call_ptr& call) {
+        if (call->claimed.load()) return;  // the deadline answered already
+        auto& s = self->state;
+        if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
+        const wall_clock clock(s.sh->clock);
+        auto resp = s.st->decide_pd(call->question, *s.sh->stores->topologies.current(), clock,
+                                    clock.at(call->deadline));
+        if (!call->claim()) return;  // TIMEOUT was delivered
+        call->question = {};
+        s.sh->timer->note_settled();
+        std::exchange(call->done, nullptr)(std::move(resp));
+      },
       [=](cache_state_atom, state_call_ptr& call) {
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->question);

@@ -5,7 +5,17 @@
 
 #include <chrono>
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace ic::actors {
+
+/// Returns the journal's RocksDB environment (nullptr = the default; always in production).
+/// The test variant, when IC_TEST_JOURNAL_FAULT_FILE names a path, returns a fault-injecting
+/// environment whose writes fail (no space) while that file exists, so tests can make the
+/// journal unavailable in the real binary.
+rocksdb::Env* test_journal_env();
 
 /// Returns how long a tenant actor stalls before each lookup decision (0 in production;
 /// the test variant reads IC_TEST_LOOKUP_DELAY_MS once).

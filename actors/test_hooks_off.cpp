@@ -4,4 +4,6 @@ namespace ic::actors {
 
 std::chrono::milliseconds test_lookup_delay() { return std::chrono::milliseconds(0); }
 
+rocksdb::Env* test_journal_env() { return nullptr; }
+
 }  // namespace ic::actors

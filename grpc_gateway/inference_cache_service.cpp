@@ -4,6 +4,7 @@
 #include <atomic>
 #include <limits>
 
+#include "grpc_gateway/deadline.hpp"
 #include "grpc_gateway/stream_channel.hpp"
 #include "index/route_lookup.hpp"
 #include "index/types.hpp"
@@ -17,14 +18,6 @@ using steady = std::chrono::steady_clock;
 namespace {
 
 const grpc::Status kRecovering(grpc::StatusCode::UNAVAILABLE, "index is recovering; retry shortly");
-
-/// Converts the client's deadline (system clock; max() when none) to the steady clock.
-std::optional<steady::time_point> client_deadline(const grpc::CallbackServerContext* ctx) {
-  auto dl = ctx->deadline();
-  if (dl == std::chrono::system_clock::time_point::max()) return std::nullopt;
-  auto left = dl - std::chrono::system_clock::now();
-  return steady::now() + std::chrono::duration_cast<steady::duration>(left);
-}
 
 std::int64_t micros_since(steady::time_point start) {
   return std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - start).count();
@@ -405,23 +398,7 @@ void inference_cache_service::metrics_ticker() {
   }
 }
 
-grpc::ServerUnaryReactor* inference_cache_service::RenderTemplate(
-    grpc::CallbackServerContext* ctx, const v1::RenderTemplateRequest*,
-    v1::RenderTemplateResponse* resp) {
-  resp->set_reason_code("OK");
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* inference_cache_service::LookupPDRoute(
-    grpc::CallbackServerContext* ctx, const v1::LookupPDRouteRequest*,
-    v1::LookupPDRouteResponse* resp) {
-  resp->set_reason_code("NO_HINT");
-  auto* reactor = ctx->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
-  return reactor;
-}
+// RenderTemplate and LookupPDRoute: pd_handlers.cpp.
 
 grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackServerContext* ctx,
                                                                const v1::LookupRouteRequest* req,
@@ -441,12 +418,8 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
     return reactor;
   }
   // H1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
-  auto deadline = client_deadline(ctx);
   const auto policy = rt->policy_of(req->tenant_id());
-  if (policy.lookup_timeout_ms > 0) {
-    auto budget = start + std::chrono::milliseconds(policy.lookup_timeout_ms);
-    deadline = deadline ? std::min(*deadline, budget) : budget;
-  }
+  const auto deadline = lookup_deadline(ctx, start, policy);
   auto request = proto::from_proto(*req);
   if (!index::needs_prompt_tokens(request, policy) || options_.tokenizer == nullptr) {
     ask_lookup(rt, std::move(request), deadline.value_or(start + options_.max_lookup_wait), reactor,

@@ -6,8 +6,9 @@
 // (min(client deadline, the tenant's lookupTimeoutMs)) passes answers TIMEOUT, never an
 // error. A lookup that reads `prompt_text` is tokenized first by the tokenize service (its
 // own threads, under the same deadline, 5 s when there is no other), then asked like a
-// token_ids lookup. RenderTemplate and LookupPDRoute answer the reference's fail-open values
-// (spec/extensions.md §7).
+// token_ids lookup. LookupPDRoute asks the request tenant's actor under the same deadline
+// rule (TIMEOUT, never an error; no LFU credit); RenderTemplate answers on the gRPC thread
+// from the /templates snapshot (no actor hop; pd-templates.md §2, §3).
 #pragma once
 
 #include <atomic>
@@ -40,6 +41,11 @@ class gateway_probe {
   virtual void on_dropped(const std::string& /*reason*/, std::int64_t /*count*/) {}
   /// One prompt_text tokenization ended (`outcome` = tokenizer::outcome_name).
   virtual void on_tokenize(std::string_view /*outcome*/, double /*seconds*/) {}
+  /// One LookupPDRoute answered (exactly one call per RPC).
+  virtual void on_pd_lookup(const std::string& /*model*/, const std::string& /*reason_code*/,
+                            bool /*hint_used*/, double /*seconds*/) {}
+  /// One RenderTemplate answered.
+  virtual void on_render(const std::string& /*reason_code*/, double /*seconds*/) {}
 };
 
 /// One current metric series for StreamMetrics (spec/extensions.md §6).

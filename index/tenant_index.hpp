@@ -162,6 +162,16 @@ struct cap_candidate {
 
 class snapshot_access;
 
+/// One stats row as liveness readers see it (LookupPDRoute, pd-templates.md §2.3).
+struct stats_row_view {
+  /// Points into the index's name pool; valid until the index is destroyed.
+  std::string_view replica_id;
+  /// Sanitised at ingest (non-finite reads 0).
+  float pressure = 0;
+  /// Refreshed by stats ingests and REPLICA_UPDATED events.
+  micros last_seen = 0;
+};
+
 /// One tenant's index.
 class tenant_index {
  public:
@@ -229,6 +239,10 @@ class tenant_index {
 
   /// Returns the GetCacheState view (§4.3) of (this tenant, model); empty when reserved.
   cache_state_view get_cache_state(std::string_view model) const;
+  /// Appends the stats rows of `model` to `out`, sorted by replica id (none when reserved).
+  void stats_rows(std::string_view model, std::vector<stats_row_view>& out) const;
+  /// Returns the models that have stats rows, sorted (none when reserved).
+  std::vector<std::string_view> stats_models() const;
   /// Returns the /snapshot rows of this tenant (none when reserved). O(entries).
   snapshot_view snapshot() const;
   /// Returns distinct keys per model (`index_entries{model}`; none when reserved), sorted.

@@ -70,6 +70,27 @@ cache_state_view tenant_index::get_cache_state(std::string_view model) const {
   return v;
 }
 
+void tenant_index::stats_rows(std::string_view model, std::vector<stats_row_view>& out) const {
+  if (reserved_) return;
+  auto m = names_.find(model);
+  if (!m) return;
+  auto it = stats_.find(*m);
+  if (it == stats_.end()) return;
+  const std::size_t first = out.size();
+  for (const auto& [r, row] : it->second) out.push_back({names_.name(r), row.pressure, row.last_seen});
+  std::sort(out.begin() + static_cast<std::ptrdiff_t>(first), out.end(),
+            [](const stats_row_view& a, const stats_row_view& b) { return a.replica_id < b.replica_id; });
+}
+
+std::vector<std::string_view> tenant_index::stats_models() const {
+  std::vector<std::string_view> out;
+  if (reserved_) return out;
+  for (const auto& [m, rows] : stats_)
+    if (!rows.empty()) out.push_back(names_.name(m));
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void tenant_index::snapshot_rows(snapshot_view& out) const {
   struct row {
     std::int64_t prefix_count = 0;

@@ -29,12 +29,15 @@ const char* kind_name(std::uint32_t kind) {
     case record_kind::event: return "event";
     case record_kind::policy: return "policy";
     case record_kind::sweep: return "sweep";
+    case record_kind::topology: return "topology";
+    case record_kind::templates: return "templates";
   }
   return "unknown";
 }
 
 std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload) {
-  // Record{applied_at_us = 1; update = 2; event = 3; policy = 4; sweep = 5}, written by hand so
+  // Record{applied_at_us = 1; update = 2; event = 3; policy = 4; sweep = 5; topology = 16;
+  // templates = 17}, written by hand so
   // the payload's bytes are embedded without a parse/serialize round trip.
   std::string out;
   out.reserve(payload.size() + 24);
@@ -45,10 +48,14 @@ std::string encode_record(record_kind kind, index::micros applied_at_us, std::st
   switch (kind) {
     case record_kind::update: put_bytes_field(out, 2, payload); break;
     case record_kind::event: put_bytes_field(out, 3, payload); break;
-    case record_kind::policy: {
+    case record_kind::policy:
+    case record_kind::topology:
+    case record_kind::templates: {
+      // PolicyPush / StorePush: canonical_json = 1.
       std::string push;
-      put_bytes_field(push, 1, payload);  // PolicyPush.canonical_json
-      put_bytes_field(out, 4, push);
+      put_bytes_field(push, 1, payload);
+      put_bytes_field(out, kind == record_kind::policy ? 4 : kind == record_kind::topology ? 16 : 17,
+                      push);
       break;
     }
     case record_kind::sweep: put_bytes_field(out, 5, {}); break;
@@ -83,6 +90,14 @@ std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view
     case record_kind::sweep:
       if (!rec.has_sweep()) return fail("sweep record without a sweep payload");
       out.payload = sweep_record{};
+      return out;
+    case record_kind::topology:
+      if (!rec.has_topology()) return fail("topology record without a topology payload");
+      out.payload = topology_record{rec.topology().canonical_json()};
+      return out;
+    case record_kind::templates:
+      if (!rec.has_templates()) return fail("templates record without a templates payload");
+      out.payload = templates_record{rec.templates().canonical_json()};
       return out;
   }
   return fail("unknown record type " + std::to_string(kind));

@@ -28,6 +28,9 @@ enum class record_kind : std::uint32_t {
   event = 2,   ///< one PublishEvent request (CacheEvent)
   policy = 3,  ///< one accepted /policy push (canonical JSON)
   sweep = 4,   ///< one periodic TTL sweep
+  // Controller-pushed stores, numbered apart (pd-templates.md §2.2, §3.1).
+  topology = 16,   ///< one accepted /topology push (canonical JSON)
+  templates = 17,  ///< one accepted /templates push (canonical JSON)
 };
 
 /// A policy push as journaled: the canonical JSON of the accepted set.
@@ -38,18 +41,31 @@ struct policy_record {
 /// A TTL sweep as journaled (it carries only the record's time).
 struct sweep_record {};
 
+/// A /topology push as journaled: `encode_topology_set` of the accepted set.
+struct topology_record {
+  std::string canonical_json;
+};
+
+/// A /templates push as journaled: `encode_template_set` of the accepted set.
+struct templates_record {
+  std::string canonical_json;
+};
+
 /// One decoded record: when it was applied and what it carried.
 struct decoded_record {
   index::micros applied_at_us = 0;
-  std::variant<index::cache_state_update, index::cache_event, policy_record, sweep_record> payload;
+  std::variant<index::cache_state_update, index::cache_event, policy_record, sweep_record,
+               topology_record, templates_record>
+      payload;
 };
 
 /// Returns the record bytes for `kind` with an already-serialized payload message
-/// (CacheStateUpdate / CacheEvent bytes; canonical policy JSON; empty for a sweep).
+/// (CacheStateUpdate / CacheEvent bytes; canonical policy / topology / templates JSON;
+/// empty for a sweep).
 std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload);
 
-/// Returns the name of a record type tag ("update", "event", "policy", "sweep"), or
-/// "unknown" for any other tag.
+/// Returns the name of a record type tag ("update", "event", "policy", "sweep",
+/// "topology", "templates"), or "unknown" for any other tag.
 const char* kind_name(std::uint32_t kind);
 
 /// Decodes one record; nullopt with `error` set when the bytes or the kind are not valid.

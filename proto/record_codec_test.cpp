@@ -71,6 +71,34 @@ TEST(RecordCodec, EventPolicyAndSweepRoundTrip) {
   EXPECT_TRUE(std::holds_alternative<sweep_record>(sw->payload));
 }
 
+TEST(RecordCodec, TopologyAndTemplatesPushesRoundTripAsStorePushes) {
+  const std::string topo = R"({"version":1,"topologies":[]})";
+  const std::string tmpl = R"({"version":1,"templates":[]})";
+  const std::string tb = encode_record(record_kind::topology, 11, topo);
+  const std::string mb = encode_record(record_kind::templates, 12, tmpl);
+  // Valid journal.v1.Records carrying StorePush in fields 16 / 17.
+  inferencecache::journal::v1::Record parsed;
+  ASSERT_TRUE(parsed.ParseFromString(tb));
+  EXPECT_TRUE(parsed.has_topology());
+  EXPECT_FALSE(parsed.has_templates());
+  EXPECT_EQ(parsed.topology().canonical_json(), topo);
+  ASSERT_TRUE(parsed.ParseFromString(mb));
+  EXPECT_EQ(parsed.templates().canonical_json(), tmpl);
+
+  auto t = decode_record(16, tb);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->applied_at_us, 11);
+  EXPECT_EQ(std::get<topology_record>(t->payload).canonical_json, topo);
+  auto m = decode_record(17, mb);
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(std::get<templates_record>(m->payload).canonical_json, tmpl);
+  // The tags are distinct payloads: one read as the other is refused.
+  EXPECT_FALSE(decode_record(17, tb).has_value());
+  EXPECT_FALSE(decode_record(16, mb).has_value());
+  EXPECT_STREQ(kind_name(16), "topology");
+  EXPECT_STREQ(kind_name(17), "templates");
+}
+
 TEST(RecordCodec, RefusesGarbageWrongKindAndUnknownKind) {
   std::string why;
   EXPECT_FALSE(decode_record(1, "\xff\xff\xff", &why).has_value());

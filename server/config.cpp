@@ -71,7 +71,7 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
                  "HTTP address for /healthz, /readyz, /metrics")
       ->capture_default_str();
   app.add_option("--snapshot-bind-address", cfg.snapshot_bind_address,
-                 "admin HTTP address for /snapshot, /policy, /probe")
+                 "admin HTTP address for /snapshot, /policy, /topology, /templates, /probe")
       ->capture_default_str();
   app.add_flag("--insecure-disable-auth", cfg.insecure_disable_auth,
                "leave the admin port unauthenticated (local development)");
@@ -95,6 +95,9 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_flag("--journal-fsync", cfg.journal_fsync,
                "fsync the journal (group commit) before acknowledging");
   app.add_option("--policy-file", cfg.policy_file, "a /policy JSON body applied at startup");
+  app.add_option("--topology-file", cfg.topology_file, "a /topology JSON body applied at startup");
+  app.add_option("--templates-file", cfg.templates_file,
+                 "a /templates JSON body applied at startup");
   app.add_option("--max-index-entries", cfg.max_index_entries,
                  "global cap on (key x replica) entries; 0 = unbounded")
       ->capture_default_str();

@@ -52,6 +52,10 @@ struct server_config {
   bool journal_fsync = false;
   /// `--policy-file`, default none: a /policy JSON body applied at startup.
   std::string policy_file;
+  /// `--topology-file`, default none: a /topology JSON body applied at startup.
+  std::string topology_file;
+  /// `--templates-file`, default none: a /templates JSON body applied at startup.
+  std::string templates_file;
   /// `--max-index-entries`, default 1000000: global (key x replica) cap; 0 = unbounded.
   std::int64_t max_index_entries = actors::runtime_options{}.state.max_entries;
   /// `--default-ttl`, default 30m: entry TTL when no policy sets one.

@@ -116,6 +116,48 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
     http_rejected_->Add({{"listener", listener}});
     http_open_->Add({{"listener", listener}});
   }
+  // LookupPDRoute, RenderTemplate and their stores (pd-templates.md §2.7, §3.6).
+  topology_auth_ = &prometheus::BuildCounter()
+                        .Name("inferencecache_topology_auth_total")
+                        .Help("Auth decisions on /topology")
+                        .Register(r);
+  templates_auth_ = &prometheus::BuildCounter()
+                         .Name("inferencecache_templates_auth_total")
+                         .Help("Auth decisions on /templates")
+                         .Register(r);
+  topology_push_ = &prometheus::BuildCounter()
+                        .Name("inferencecache_topology_push_total")
+                        .Help("/topology pushes by result (ok, invalid, journal_unavailable)")
+                        .Register(r);
+  templates_push_ = &prometheus::BuildCounter()
+                         .Name("inferencecache_templates_push_total")
+                         .Help("/templates pushes by result (ok, invalid, journal_unavailable)")
+                         .Register(r);
+  for (const char* result : {"ok", "invalid", "journal_unavailable"}) {
+    topology_push_->Add({{"result", result}});
+    templates_push_->Add({{"result", result}});
+  }
+  pd_calls_ = &prometheus::BuildCounter()
+                   .Name("inferencecache_lookup_pd_route_calls_total")
+                   .Help("LookupPDRoute calls by model, reason code and whether a hint was given")
+                   .Register(r);
+  pd_latency_ = &prometheus::BuildHistogram()
+                     .Name("inferencecache_lookup_pd_route_latency_seconds")
+                     .Help("LookupPDRoute latency on the server")
+                     .Register(r);
+  pd_replicas_ = &prometheus::BuildGauge()
+                      .Name("inferencecache_pd_topology_replicas")
+                      .Help("PD pool members per topology and role: live, stale, desired")
+                      .Register(r);
+  render_calls_ = &prometheus::BuildCounter()
+                       .Name("inferencecache_render_template_calls_total")
+                       .Help("RenderTemplate calls by reason code")
+                       .Register(r);
+  render_latency_ = &prometheus::BuildHistogram()
+                         .Name("inferencecache_render_template_latency_seconds")
+                         .Help("RenderTemplate latency on the server")
+                         .Register(r)
+                         .Add({}, kLatencyBuckets);
   journal_available_->Set(1);
   journal_position_ = &prometheus::BuildGauge()
                            .Name("inferencecache_journal_position")
@@ -156,9 +198,11 @@ void server_metrics::set_up(bool up) { up_->Set(up ? 1 : 0); }
 void server_metrics::set_tls_enabled(bool on) { tls_->Set(on ? 1 : 0); }
 
 void server_metrics::on_auth(admin_route route, const std::string& result) {
-  auto* fam = route == admin_route::snapshot ? snapshot_auth_
-              : route == admin_route::policy ? policy_auth_
-                                             : probe_auth_;
+  auto* fam = route == admin_route::snapshot   ? snapshot_auth_
+              : route == admin_route::policy   ? policy_auth_
+              : route == admin_route::topology ? topology_auth_
+              : route == admin_route::templates ? templates_auth_
+                                               : probe_auth_;
   fam->Add({{"result", result}}).Increment();
 }
 
@@ -236,6 +280,36 @@ void server_metrics::on_dropped(const std::string& reason, std::int64_t count) {
 void server_metrics::on_tokenize(std::string_view outcome, double seconds) {
   tokenizations_->Add({{"outcome", std::string(outcome)}}).Increment();
   if (outcome == "ok") tokenize_duration_->Observe(seconds);
+}
+
+void server_metrics::on_store_push(const std::string& store, const std::string& result) {
+  (store == "topology" ? topology_push_ : templates_push_)->Add({{"result", result}}).Increment();
+}
+
+void server_metrics::set_pd_topology_replicas(const std::vector<pd_replicas_row>& rows) {
+  std::lock_guard<std::mutex> lock(models_mu_);
+  std::set<std::vector<std::string>> now;
+  for (const auto& row : rows) {
+    pd_replicas_->Add({{"topology", row.topology}, {"role", row.role}, {"state", row.state}})
+        .Set(row.value);
+    now.insert({row.topology, row.role, row.state});
+    pd_series_seen_.insert({row.topology, row.role, row.state});
+  }
+  for (const auto& k : pd_series_seen_)
+    if (!now.count(k)) pd_replicas_->Add({{"topology", k[0]}, {"role", k[1]}, {"state", k[2]}}).Set(0);
+}
+
+void server_metrics::on_pd_lookup(const std::string& model, const std::string& reason_code,
+                                  bool hint_used, double seconds) {
+  pd_calls_
+      ->Add({{"model", model}, {"reason_code", reason_code}, {"hint_used", hint_used ? "true" : "false"}})
+      .Increment();
+  pd_latency_->Add({{"model", model}}, kLatencyBuckets).Observe(seconds);
+}
+
+void server_metrics::on_render(const std::string& reason_code, double seconds) {
+  render_calls_->Add({{"reason_code", reason_code}}).Increment();
+  render_latency_->Observe(seconds);
 }
 
 std::string server_metrics::render() const {

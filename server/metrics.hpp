@@ -30,7 +30,7 @@ class Family;
 namespace ic::server {
 
 /// Which admin route an auth decision was for.
-enum class admin_route { snapshot, policy, probe };
+enum class admin_route { snapshot, policy, probe, topology, templates };
 
 /// Metrics registry and probes. Thread-safe.
 class server_metrics final : public actors::runtime_probe, public grpc_gateway::gateway_probe {
@@ -48,6 +48,17 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   void on_http_connection_rejected(const std::string& listener);
   /// Sets `inferencecache_http_connections_open{listener}`.
   void set_http_connections_open(const std::string& listener, std::size_t open);
+  /// Counts one /topology or /templates push (`store` = "topology" | "templates"; `result` =
+  /// ok | invalid | journal_unavailable): `inferencecache_{store}_push_total{result}`.
+  void on_store_push(const std::string& store, const std::string& result);
+  /// One `inferencecache_pd_topology_replicas` series.
+  struct pd_replicas_row {
+    std::string topology, role, state;
+    double value = 0;
+  };
+  /// Replaces `inferencecache_pd_topology_replicas{topology, role, state}`; series no longer
+  /// present read 0.
+  void set_pd_topology_replicas(const std::vector<pd_replicas_row>& rows);
 
   // actors::runtime_probe
   void on_ingest(const std::string& tenant, const index::ingest_result& r) override;
@@ -60,6 +71,9 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
                  double seconds) override;
   void on_dropped(const std::string& reason, std::int64_t count) override;
   void on_tokenize(std::string_view outcome, double seconds) override;
+  void on_pd_lookup(const std::string& model, const std::string& reason_code, bool hint_used,
+                    double seconds) override;
+  void on_render(const std::string& reason_code, double seconds) override;
 
   /// Sets the journal series of spec/scaleout.md §3.9 from the journal's counters (at
   /// scrape time): positions, apply lag, publish retries, unknown outcomes, gaps, NATS
@@ -102,8 +116,18 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* journal_consumer_resets_;
   std::mutex journal_mu_;
   journal::log_stats journal_last_;
+  prometheus::Family<prometheus::Counter>* topology_auth_;
+  prometheus::Family<prometheus::Counter>* templates_auth_;
+  prometheus::Family<prometheus::Counter>* topology_push_;
+  prometheus::Family<prometheus::Counter>* templates_push_;
+  prometheus::Family<prometheus::Counter>* pd_calls_;
+  prometheus::Family<prometheus::Histogram>* pd_latency_;
+  prometheus::Family<prometheus::Gauge>* pd_replicas_;
+  prometheus::Family<prometheus::Counter>* render_calls_;
+  prometheus::Histogram* render_latency_;
   std::mutex models_mu_;
   std::set<std::string> models_seen_;
+  std::set<std::vector<std::string>> pd_series_seen_;
 };
 
 }  // namespace ic::server

@@ -13,14 +13,15 @@
 #include <grpcpp/server_builder.h>
 
 #include "actors/runtime.hpp"
+#include "actors/test_hooks.hpp"
 #include "grpc_gateway/inference_cache_service.hpp"
-#include "policy/policy_json.hpp"
 #include "server/admin_auth.hpp"
 #include "server/http_server.hpp"
 #include "server/logging.hpp"
 #include "server/metrics.hpp"
 #include "server/probe_json.hpp"
 #include "server/snapshot_json.hpp"
+#include "server/store_routes.hpp"
 #include "server/tls_credentials.hpp"
 #include "tokenizer/tokenize_service.hpp"
 
@@ -57,12 +58,6 @@ http_response method_not_allowed(const std::string& allow) {
   r.headers["Allow"] = allow;
   return r;
 }
-
-/// Outcome of applying one policy body.
-struct policy_outcome {
-  int status;  ///< 204, 400 or 503
-  std::string message;
-};
 
 }  // namespace
 
@@ -104,10 +99,26 @@ struct server_app::impl {
     }
   }
 
+  // Refreshes inferencecache_pd_topology_replicas from the stores and stats rows.
+  void refresh_pd_gauge() {
+    auto* rt = live_runtime();
+    if (!rt) return;
+    auto counts = rt->pd_members_blocking(2s);
+    if (!counts) return;  // stale until the next scrape
+    std::vector<server_metrics::pd_replicas_row> rows;
+    for (const auto& c : *counts) {
+      rows.push_back({c.topology, c.role, "live", static_cast<double>(c.live)});
+      rows.push_back({c.topology, c.role, "stale", static_cast<double>(c.stale)});
+      rows.push_back({c.topology, c.role, "desired", static_cast<double>(c.desired)});
+    }
+    metrics.set_pd_topology_replicas(rows);
+  }
+
   // Refreshes the gauges read at scrape time (/metrics and StreamMetrics).
   void refresh_scrape_gauges() {
     refresh_index_gauge();
     if (auto* rt = live_runtime()) metrics.set_journal_stats(rt->journal_stats());
+    refresh_pd_gauge();
     metrics.set_http_connections_open("http", http.open_connections());
     metrics.set_http_connections_open("admin", admin.open_connections());
   }
@@ -125,35 +136,23 @@ struct server_app::impl {
     };
   }
 
-  policy_outcome apply_policy_body(const std::string& body, actors::runtime* rt) {
-    auto parsed = policy::parse_policy_body(body);
-    if (!parsed.has_value()) return {400, parsed.error()};
-    std::string canonical = policy::encode_policy_set(parsed.value());
-    if (!rt) return {503, "index is recovering"};
-    // The controller re-pushes the same set every 30 s: journal only real changes.
-    if (rt->policy_json() == canonical) return {204, ""};
-    auto ack = rt->append_blocking(actors::record_kind::policy, canonical, 10s);
-    if (!ack) return {503, "policy not applied: the index did not answer in time"};
-    if (!ack->accepted) return {503, "policy not applied: " + ack->reason_code};
-    return {204, ""};
-  }
-
-  http_response handle_policy(const http_request& req) {
+  // /policy, /topology, /templates: GET reads the store, POST/PUT push (store_routes.hpp).
+  http_response handle_store(const store_route& store, const http_request& req) {
+    const std::string event = store.name;
     if (req.method == "GET" || req.method == "HEAD") {
-      // Extension: read back the current policy set (canonical JSON).
       auto* rt = live_runtime();
-      if (!rt) return unavailable("policy_unavailable", rt);
-      http_response r{200, rt->policy_json() + "\n"};
+      if (!rt) return unavailable((event + "_unavailable").c_str(), rt);
+      http_response r{200, store.listing(*rt) + "\n"};
       r.content_type = "application/json";
       return r;
     }
-    if (req.method != "POST" && req.method != "PUT") return method_not_allowed("POST, PUT");
-    if (req.body_too_large)
-      return http_response{400, "decode policy snapshot: http: request body too large\n"};
-    auto out = apply_policy_body(req.body, live_runtime());
+    if (req.method != "POST" && req.method != "PUT") return method_not_allowed(store.allow);
+    const push_outcome out = req.body_too_large ? push_outcome{400, store.too_large_message}
+                                                : push_store_body(store, req.body, live_runtime());
+    if (store.kind != actors::record_kind::policy) metrics.on_store_push(store.name, out.result());
     if (out.status == 204) return http_response{204, ""};
-    if (out.status == 400) log_event(spdlog::level::warn, "policy_rejected", {{"error", out.message}});
-    else log_event(spdlog::level::err, "policy_unavailable", {{"error", out.message}});
+    if (out.status == 400) log_event(spdlog::level::warn, event + "_rejected", {{"error", out.message}});
+    else log_event(spdlog::level::err, event + "_unavailable", {{"error", out.message}});
     return http_response{out.status, out.message + "\n"};
   }
 
@@ -221,9 +220,14 @@ struct server_app::impl {
     });
     admin.route("/snapshot",
                 guarded(admin_route::snapshot, [this](const http_request& r) { return handle_snapshot(r); }));
-    admin.route("/policy",
-                guarded(admin_route::policy, [this](const http_request& r) { return handle_policy(r); }),
-                policy::max_body_bytes);
+    for (const store_route& store : store_routes()) {
+      const admin_route route = store.kind == actors::record_kind::policy     ? admin_route::policy
+                                : store.kind == actors::record_kind::topology ? admin_route::topology
+                                                                              : admin_route::templates;
+      admin.route(std::string("/") + store.name,
+                  guarded(route, [this, &store](const http_request& r) { return handle_store(store, r); }),
+                  store.max_body_bytes);
+    }
     admin.route("/probe",
                 guarded(admin_route::probe, [this](const http_request& r) { return handle_probe(r); }),
                 probe_max_body_bytes);
@@ -316,6 +320,7 @@ struct server_app::impl {
     ro.snapshot_every_records = cfg.snapshot_every_records;
     ro.open_journal = journal_opener(cfg.journal, cfg.data_dir, cfg.journal_fsync);  // #15
     ro.max_apply_lag = cfg.journal.max_apply_lag;
+    ro.journal_env = actors::test_journal_env();  // nullptr outside the test-hook binary
     std::string error;
     actors::recovery_info info;
     runtime = actors::runtime::start(ro, &metrics, &error, &info);
@@ -333,16 +338,21 @@ struct server_app::impl {
                {"last_sequence", std::to_string(info.last_sequence)},
                {"entries", std::to_string(info.entries)},
                {"seconds", std::to_string(info.seconds)}});
-    if (!cfg.policy_file.empty()) {
+    // --policy-file, --topology-file, --templates-file: each body is pushed like an HTTP push.
+    for (const auto& [kind, file] : {std::pair{actors::record_kind::policy, &cfg.policy_file},
+                                     std::pair{actors::record_kind::topology, &cfg.topology_file},
+                                     std::pair{actors::record_kind::templates, &cfg.templates_file}}) {
+      if (file->empty()) continue;
+      const store_route& store = store_route_of(kind);
       std::string err;
-      std::string body = read_file(cfg.policy_file, err);
-      auto out = err.empty() ? apply_policy_body(body, runtime.get()) : policy_outcome{400, err};
+      std::string body = read_file(*file, err);
+      auto out = err.empty() ? push_store_body(store, body, runtime.get()) : push_outcome{400, err};
       if (out.status != 204) {
-        log_event(spdlog::level::err, "policy_file_rejected",
-                  {{"file", cfg.policy_file}, {"error", out.message}});
+        log_event(spdlog::level::err, std::string(store.name) + "_file_rejected",
+                  {{"file", *file}, {"error", out.message}});
         return out.status == 400 ? 2 : 1;
       }
-      log_event(spdlog::level::info, "policy_file_applied", {{"file", cfg.policy_file}});
+      log_event(spdlog::level::info, std::string(store.name) + "_file_applied", {{"file", *file}});
     }
     service->attach(runtime.get());
     return 0;

@@ -6,7 +6,8 @@ namespace ic::state {
 namespace {
 
 constexpr char kMagic[8] = {'I', 'C', 'S', 'N', 'A', 'P', '0', '1'};
-constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kVersion = 3;
+constexpr char kStoreTag = 'S';
 constexpr char kTenantTag = 'T';
 constexpr char kDataTag = 'D';
 
@@ -27,7 +28,7 @@ bool fail(std::string* error, std::string why) {
 
 }  // namespace
 
-bool write_state_snapshot(const policy::policy_store& policies,
+bool write_state_snapshot(const policy::policy_store& policies, const store_section_list& stores,
                           const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes) {
@@ -38,6 +39,12 @@ bool write_state_snapshot(const policy::policy_store& policies,
   header += policy;
   if (!sink(header)) return false;
   std::string buf;
+  for (const auto& [kind, payload] : stores) {
+    buf.assign(1, kStoreTag);
+    put_le(buf, static_cast<std::uint32_t>(kind), 4);
+    buf += payload;
+    if (!sink(buf)) return false;
+  }
   for (const tenant_state* t : tenants) {
     buf.assign(1, kTenantTag);
     buf += t->tenant();
@@ -59,7 +66,8 @@ bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::s
                           std::size_t chunk_bytes) {
   std::vector<const tenant_state*> tenants;
   for (const auto& [_, t] : set.tenants()) tenants.push_back(t.get());
-  return write_state_snapshot(*set.policies(), tenants, sink, chunk_bytes);
+  return write_state_snapshot(*set.policies(), store_sections(*set.stores()), tenants, sink,
+                              chunk_bytes);
 }
 
 state_loader::state_loader(state_options options)
@@ -86,7 +94,7 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
     if (chunk.size() < sizeof kMagic + 12 || std::memcmp(chunk.data(), kMagic, sizeof kMagic) != 0)
       return bad("snapshot header: bad magic");
     const auto version = static_cast<std::uint32_t>(get_le(chunk.data() + 8, 4));
-    if (version != 1 && version != kVersion)
+    if (version < 1 || version > kVersion)
       return bad("snapshot header: unsupported version " + std::to_string(version));
     const std::uint64_t len = get_le(chunk.data() + 12, 8);
     if (chunk.size() != sizeof kMagic + 12 + len)
@@ -118,6 +126,22 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
   }
   if (chunk.empty()) return bad("snapshot: empty chunk");
   const std::string_view body = chunk.substr(1);
+  if (chunk[0] == kStoreTag) {
+    if (version_ < 3 || loader_ || body.size() < 4)
+      return bad("snapshot: misplaced or short store chunk");
+    const auto kind = static_cast<std::uint32_t>(get_le(body.data(), 4));
+    proto::decoded_record rec;
+    if (kind == static_cast<std::uint32_t>(proto::record_kind::topology)) {
+      rec.payload = proto::topology_record{std::string(body.substr(4))};
+    } else if (kind == static_cast<std::uint32_t>(proto::record_kind::templates)) {
+      rec.payload = proto::templates_record{std::string(body.substr(4))};
+    } else {
+      return bad("snapshot: store chunk of unknown kind " + std::to_string(kind));
+    }
+    std::string why;
+    if (!apply_store_record(*set_->stores(), rec, &why)) return bad("snapshot " + why);
+    return true;
+  }
   if (chunk[0] == kTenantTag) {
     if (!finish_tenant(error)) return bad("snapshot tenant " + tenant_ + ": " + (error ? *error : ""));
     tenant_.assign(body.data(), body.size());

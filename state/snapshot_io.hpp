@@ -1,14 +1,19 @@
-// The server's snapshot: the tenants' indexes and the policy set, written into the journal so
-// that the journal before it can be truncated and restarts replay only the tail.
+// The server's snapshot: the tenants' indexes, the policy set and the /topology and
+// /templates stores, written into the journal so that the journal before it can be
+// truncated and restarts replay only the tail.
 //
 // A snapshot is a sequence of chunks (journal::log stores them, with checksums):
 //
-//   snapshot       := header-chunk tenant*
-//   header-chunk   := magic "ICSNAP01" | u32le version (=2) | u64le policy-length | policy-json
+//   snapshot       := header-chunk store-chunk* tenant*
+//   header-chunk   := magic "ICSNAP01" | u32le version (=3) | u64le policy-length | policy-json
+//   store-chunk    := 'S' | u32le record kind (16 topology, 17 templates) | canonical JSON
 //   tenant         := tenant-chunk data-chunk*
 //   tenant-chunk   := 'T' | tenant name bytes
 //   data-chunk     := 'D' | bytes of index::write_snapshot of that tenant's own index
 //
+// A store chunk carries exactly the payload its journal record would (proto/record_codec.hpp)
+// and is loaded through the same rule (state::apply_store_record); a store holding the empty
+// set has no chunk. Version 2 is version 3 without store chunks and is still read.
 // Version 1 (written before tenants had indexes of their own) is still read:
 //   header-chunk (version 1) index-chunk*, index-chunk = bytes of one combined index, which
 //   the loader splits into one index per tenant as it loads (index::snapshot_loader with a
@@ -34,10 +39,13 @@
 
 namespace ic::state {
 
-/// Streams the policy set and `tenants` (in the given order; name order keeps snapshots
-/// reproducible) as snapshot chunks of about `chunk_bytes`; false if `sink` aborted. The
-/// tenants must not change during the call (readers may run).
-bool write_state_snapshot(const policy::policy_store& policies,
+/// The store sections of a snapshot (`store_sections`, state/pushed_stores.hpp).
+using store_section_list = std::vector<std::pair<proto::record_kind, std::string>>;
+
+/// Streams the policy set, the store sections and `tenants` (in the given order; name order
+/// keeps snapshots reproducible) as snapshot chunks of about `chunk_bytes`; false if `sink`
+/// aborted. The tenants must not change during the call (readers may run).
+bool write_state_snapshot(const policy::policy_store& policies, const store_section_list& stores,
                           const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);

@@ -126,6 +126,14 @@ index::cache_state_view tenant_state::cache_state(const std::string& model) cons
   return index_->get_cache_state(model);
 }
 
+topology::pd_route_response tenant_state::decide_pd(
+    const topology::pd_route_request& request, const topology::topology_snapshot& topologies,
+    const topology::clock& clock, std::optional<index::micros> deadline_us) const {
+  const topology::index_pd_view view(index_.get(), index::total_keys_of(*index_));
+  return topology::select_pd_route(request, topologies, policies_->resolve(tenant_), view, clock,
+                                   deadline_us);
+}
+
 // ---------------------------------------------------------------------------- absent_tenant
 
 absent_tenant::absent_tenant(const state_options& options, index::shared_facts* shared)
@@ -137,6 +145,17 @@ lookup_outcome absent_tenant::decide(const index::lookup_route_request& request,
   const std::int64_t total_keys =
       shared_ != nullptr ? shared_->total_keys.load(std::memory_order_acquire) : 0;
   return decide_on(nullptr, total_keys, route_options_, request, now_us, policies, {});
+}
+
+topology::pd_route_response absent_tenant::decide_pd(
+    const topology::pd_route_request& request, const topology::topology_snapshot& topologies,
+    const policy::policy_store& policies, const topology::clock& clock,
+    std::optional<index::micros> deadline_us) const {
+  const std::int64_t total_keys =
+      shared_ != nullptr ? shared_->total_keys.load(std::memory_order_acquire) : 0;
+  const topology::index_pd_view view(nullptr, total_keys);
+  return topology::select_pd_route(request, topologies, policies.resolve(request.tenant_id), view,
+                                   clock, deadline_us);
 }
 
 // -------------------------------------------------------------------------------- cap merge
@@ -166,6 +185,7 @@ tenant_set::tenant_set(state_options options)
     : options_(options),
       facts_(std::make_shared<index::shared_facts>()),
       policies_(std::make_shared<policy::policy_store>(options.default_ttl)),
+      stores_(std::make_shared<pushed_stores>()),
       absent_(options, facts_.get()) {}
 
 tenant_state* tenant_set::find(const std::string& tenant) {
@@ -225,6 +245,9 @@ apply_outcome tenant_set::apply(const proto::decoded_record& record, index::chan
             return;
           }
           set_policies(std::move(next).value());
+        } else if constexpr (std::is_same_v<T, proto::topology_record> ||
+                             std::is_same_v<T, proto::templates_record>) {
+          out.ok = apply_store_record(*stores_, record, &out.error);
         } else {
           for (auto& [_, t] : tenants_) {
             index::tenant_index::sweep_cursor cursor;

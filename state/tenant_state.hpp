@@ -30,6 +30,8 @@
 #include "index/types.hpp"
 #include "policy/policy_store.hpp"
 #include "state/options.hpp"
+#include "state/pushed_stores.hpp"
+#include "topology/pd_selector.hpp"
 
 namespace ic::state {
 
@@ -117,6 +119,13 @@ class tenant_state {
                         const std::function<bool()>& expired = {}) const;
   /// GetCacheState of (this tenant, model).
   index::cache_state_view cache_state(const std::string& model) const;
+  /// Decides LookupPDRoute (pd-templates.md §2.4) over this tenant's index and policy and
+  /// the topology snapshot `topologies`; `deadline_us` is the caller's deadline (Unix µs).
+  /// Changes nothing (no LFU credit).
+  topology::pd_route_response decide_pd(const topology::pd_route_request& request,
+                                        const topology::topology_snapshot& topologies,
+                                        const topology::clock& clock,
+                                        std::optional<index::micros> deadline_us) const;
 
   const index::tenant_index& index() const { return *index_; }
   const policy::policy_store& policies() const { return *policies_; }
@@ -136,6 +145,12 @@ class absent_tenant {
   absent_tenant(const state_options& options, index::shared_facts* shared);
   lookup_outcome decide(const index::lookup_route_request& request, index::micros now_us,
                         const policy::policy_store& policies) const;
+  /// LookupPDRoute of such a tenant (no stats rows, so at most a diagnostic or NO_HINT).
+  topology::pd_route_response decide_pd(const topology::pd_route_request& request,
+                                        const topology::topology_snapshot& topologies,
+                                        const policy::policy_store& policies,
+                                        const topology::clock& clock,
+                                        std::optional<index::micros> deadline_us) const;
 
  private:
   index::shared_facts* shared_;
@@ -148,7 +163,8 @@ class tenant_set {
   explicit tenant_set(state_options options = {});
 
   /// Applies one decoded journal record at its own time (ingest, quota, then the global cap
-  /// merged over every tenant), recording index changes.
+  /// merged over every tenant; a policy push; a sweep; a topology / templates push into
+  /// `stores()`), recording index changes.
   apply_outcome apply(const proto::decoded_record& record, index::change_log* changes = nullptr);
   /// Decides and credits a lookup. For tests (the tenant actors answer lookups live).
   index::lookup_route_response lookup(const index::lookup_route_request& request,
@@ -171,6 +187,8 @@ class tenant_set {
 
   const state_options& options() const { return options_; }
   const std::shared_ptr<index::shared_facts>& facts() const { return facts_; }
+  /// The /topology and /templates stores (the runtime hands them to its actors).
+  const stores_ptr& stores() const { return stores_; }
   /// Tenants by name.
   const std::map<std::string, std::unique_ptr<tenant_state>>& tenants() const { return tenants_; }
   /// Moves every tenant out (the runtime hands them to their actors).
@@ -184,6 +202,7 @@ class tenant_set {
   state_options options_;
   std::shared_ptr<index::shared_facts> facts_;
   policy_ptr policies_;
+  stores_ptr stores_;
   std::map<std::string, std::unique_ptr<tenant_state>> tenants_;
   absent_tenant absent_;
 };

@@ -71,7 +71,10 @@ TEST_F(ServerLifecycle, ServesHealthOverGrpcAndHttpThenExitsZeroOnSigterm) {
   EXPECT_NE(s->logs().find("graceful_shutdown_done"), std::string::npos);
 }
 
-TEST_F(ServerLifecycle, StubRpcsAnswerTheReferenceFailOpenValues) {
+// With no stores pushed, both RPCs fail open (pd-templates.md §2.6, §3.6): a PD request
+// without tenant or ref is NO_HINT, an unknown template TEMPLATE_NOT_FOUND (no longer the
+// reference stub's OK), never a gRPC error.
+TEST_F(ServerLifecycle, PdRouteAndRenderFailOpenWithoutStores) {
   auto s = start({"--insecure-disable-auth"});
   ASSERT_TRUE(s->wait_ready(30s)) << s->logs();
   auto stub = v1::InferenceCache::NewStub(
@@ -92,8 +95,10 @@ TEST_F(ServerLifecycle, StubRpcsAnswerTheReferenceFailOpenValues) {
     v1::RenderTemplateRequest req;
     v1::RenderTemplateResponse resp;
     ASSERT_TRUE(stub->RenderTemplate(&ctx, req, &resp).ok());
-    EXPECT_EQ(resp.reason_code(), "OK");
+    EXPECT_EQ(resp.reason_code(), "TEMPLATE_NOT_FOUND");
     EXPECT_TRUE(resp.stable_prefix_hash().empty());
+    EXPECT_TRUE(resp.rendered_prompt().empty());
+    EXPECT_TRUE(resp.template_revision().empty());
   }
   EXPECT_EQ(s->terminate(), 0);
 }

@@ -12,51 +12,11 @@ bool hint_used(std::string_view code) {
          code == pd_reason::local_prefill;
 }
 
-// ------------------------------------------------------------------------------ stats_table
-
-void stats_table::set(std::string_view tenant, std::string_view model, std::string_view replica,
-                      float pressure, micros last_seen) {
-  auto t = rows_.find(tenant);
-  if (t == rows_.end()) t = rows_.emplace(std::string(tenant), decltype(t->second){}).first;
-  auto m = t->second.find(model);
-  if (m == t->second.end()) m = t->second.emplace(std::string(model), by_replica{}).first;
-  auto& rows = m->second;
-  auto it = std::lower_bound(rows.begin(), rows.end(), replica,
-                             [](const row& r, std::string_view id) { return r.replica_id < id; });
-  if (it != rows.end() && it->replica_id == replica) {
-    it->pressure = pressure;
-    it->last_seen = last_seen;
-  } else {
-    rows.insert(it, row{std::string(replica), pressure, last_seen});
-  }
-}
-
-void stats_table::touch(std::string_view tenant, std::string_view model, std::string_view replica,
-                        micros at) {
-  auto t = rows_.find(tenant);
-  if (t == rows_.end()) return;
-  auto m = t->second.find(model);
-  if (m == t->second.end()) return;
-  auto& rows = m->second;
-  auto it = std::lower_bound(rows.begin(), rows.end(), replica,
-                             [](const row& r, std::string_view id) { return r.replica_id < id; });
-  if (it != rows.end() && it->replica_id == replica) it->last_seen = at;
-}
-
-void stats_table::rows(std::string_view tenant, std::string_view model,
-                       std::vector<replica_row>& out) const {
-  auto t = rows_.find(tenant);
-  if (t == rows_.end()) return;
-  auto m = t->second.find(model);
-  if (m == t->second.end()) return;
-  for (const auto& r : m->second) out.push_back({r.replica_id, r.pressure, r.last_seen});
-}
-
 // ---------------------------------------------------------------------------- index_pd_view
 
 void index_pd_view::stats_rows(std::string_view tenant, std::string_view model,
                                std::vector<replica_row>& out) const {
-  stats_.rows(tenant, model, out);
+  if (tenant_ != nullptr && tenant_->name() == tenant) tenant_->stats_rows(model, out);
 }
 
 prefix_probe index_pd_view::probe(std::string_view tenant, std::string_view model,

@@ -6,14 +6,14 @@
 // always answers with a well-formed response (fail-open: every non-positive code leaves the
 // three replica/transport fields empty).
 //
-//   ic::topology::index_pd_view view(tenant_index, stats);      // or any pd_state_view
+//   ic::topology::index_pd_view view(&tenant_index, total_keys);  // or any pd_state_view
 //   auto resp = ic::topology::select_pd_route(req, *store.current(), policy, view, clock,
 //                                             caller_deadline_us);
 //
-// `index_pd_view` implements the view over the request tenant's `ic::index::tenant_index` for the entries and
-// the miss classifier (both are the index's own functions) and takes stats rows with their
-// `last_seen` from a `stats_table`: the index keeps stats `last_seen` private today, so the
-// wiring either feeds a table or adds an index accessor behind the same interface.
+// `index_pd_view` implements the view over the request tenant's `ic::index::tenant_index`:
+// its stats rows with `last_seen` (`tenant_index::stats_rows`), its entries and the miss
+// classifier (all the index's own functions). The server runs it in the tenant's actor
+// (state::tenant_state::decide_pd).
 #pragma once
 
 #include <cstdint>
@@ -64,15 +64,10 @@ inline constexpr std::string_view unknown_topology = "UNKNOWN_TOPOLOGY";
 /// Returns true for the three positive codes (metric label `hint_used`, §2.7).
 bool hint_used(std::string_view reason_code);
 
-/// One stats row of (tenant, model) as the selector needs it.
-struct replica_row {
-  /// Points into the view's storage; valid while the view is unchanged.
-  std::string_view replica_id;
-  /// Sanitised at ingest.
-  float pressure = 0;
-  /// Refreshed by stats ingests and REPLICA_UPDATED events (§2.3).
-  micros last_seen = 0;
-};
+/// One stats row of (tenant, model) as the selector needs it: replica id, pressure
+/// (sanitised at ingest) and `last_seen` (refreshed by stats ingests and REPLICA_UPDATED
+/// events, §2.3). The index's own row view.
+using replica_row = index::stats_row_view;
 
 /// One fresh holder of the exact key (tenant, model, scheme, adapter "", key).
 struct prefix_holder {
@@ -106,37 +101,14 @@ class pd_state_view {
                              const policy::resolved_policy& policy, micros now) const = 0;
 };
 
-/// Stats rows keyed (tenant, model, replica): what `index_pd_view` reads liveness from.
-class stats_table {
- public:
-  /// Inserts or replaces a row (a stats ingest).
-  void set(std::string_view tenant, std::string_view model, std::string_view replica,
-           float pressure, micros last_seen);
-  /// Sets last_seen of an existing row (REPLICA_UPDATED); no-op when absent.
-  void touch(std::string_view tenant, std::string_view model, std::string_view replica, micros at);
-  /// Appends the rows of (tenant, model) to `out`, sorted by replica id (views into the table).
-  void rows(std::string_view tenant, std::string_view model, std::vector<replica_row>& out) const;
-
- private:
-  struct row {
-    std::string replica_id;
-    float pressure = 0;
-    micros last_seen = 0;
-  };
-  /// Sorted by replica id (a flat vector: `rows` is read on every lookup).
-  using by_replica = std::vector<row>;
-  std::map<std::string, std::map<std::string, by_replica, std::less<>>, std::less<>> rows_;
-};
-
-/// `pd_state_view` over a tenant index (entries, classifier) plus a stats table.
+/// `pd_state_view` over the request tenant's index: its stats rows, entries and classifier.
 class index_pd_view : public pd_state_view {
  public:
   /// `tenant` is the request tenant's index (nullptr: the tenant holds nothing); `total_keys`
   /// every tenant's distinct keys (the shared totals, for the cold-start carve-out). The
-  /// index and `stats` must outlive the view; neither is copied.
-  index_pd_view(const index::tenant_index* tenant, std::int64_t total_keys,
-                const stats_table& stats)
-      : tenant_(tenant), total_keys_(total_keys), stats_(stats) {}
+  /// index must outlive the view; it is not copied.
+  index_pd_view(const index::tenant_index* tenant, std::int64_t total_keys)
+      : tenant_(tenant), total_keys_(total_keys) {}
 
   void stats_rows(std::string_view tenant, std::string_view model,
                   std::vector<replica_row>& out) const override;
@@ -151,7 +123,6 @@ class index_pd_view : public pd_state_view {
  private:
   const index::tenant_index* tenant_;
   std::int64_t total_keys_;
-  const stats_table& stats_;
 };
 
 /// The time source of the selector (Unix µs).

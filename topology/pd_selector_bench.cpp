@@ -22,12 +22,23 @@ class fixed_clock : public topology::clock {
 
 struct bench_state {
   index::tenant_index idx{"t", index::index_options{0, std::chrono::minutes(30)}};
-  topology::stats_table stats;
   topology::topology_store store;
   std::vector<std::string> keys;
 
   /// 64 prefill (`p-*`) and 64 decode (`d-*`) replicas; `keys` prefixes, each held by 4
   /// prefill replicas.
+  /// A stats-only update of `replica` at t0.
+  void report_stats(const std::string& replica, float pressure) {
+    index::cache_state_update u;
+    u.replica_id = replica;
+    u.tenant_id = "t";
+    u.model_id = "m";
+    u.hash_scheme = "vllm";
+    u.stats = index::replica_stats{};
+    u.stats->pressure = pressure;
+    idx.ingest(u, t0);
+  }
+
   explicit bench_state(int n_keys) {
     auto set = topology::parse_topology_body(
         R"({"version":1,"topologies":[{"namespace":"t","name":"pd","hashScheme":"vllm",)"
@@ -36,8 +47,8 @@ struct bench_state {
         R"("acceleratorTypes":[{"name":"h","vendor":"nvidia"}]}]})");
     store.apply(std::move(*set));
     for (int i = 0; i < 64; ++i) {
-      stats.set("t", "m", "p-" + std::to_string(i), 0.01f * static_cast<float>(i % 50), t0);
-      stats.set("t", "m", "d-" + std::to_string(i), 0.01f * static_cast<float>((i * 7) % 50), t0);
+      report_stats("p-" + std::to_string(i), 0.01f * static_cast<float>(i % 50));
+      report_stats("d-" + std::to_string(i), 0.01f * static_cast<float>((i * 7) % 50));
     }
     for (int k = 0; k < n_keys; ++k) {
       keys.push_back(index::to_wire(static_cast<std::uint64_t>(k) * 0x9e3779b97f4a7c15ull + 1));
@@ -56,7 +67,7 @@ struct bench_state {
 
 void BM_SelectPdRoute(benchmark::State& st) {
   static bench_state s(100'000);
-  topology::index_pd_view view(&s.idx, s.idx.facts().total_keys, s.stats);
+  topology::index_pd_view view(&s.idx, s.idx.facts().total_keys);
   fixed_clock clock;
   auto policy = policy::resolved_policy::no_policy();
   topology::pd_route_request req;

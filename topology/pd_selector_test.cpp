@@ -1,6 +1,7 @@
 // LookupPDRoute selection: the scenarios of pd-templates.md §2.8 decidable without the
 // server, on real tenant indexes (entries, TTL, events, classifier; held by the combined test
-// oracle, which hands out the request tenant's index) plus a stats table.
+// oracle, which hands out the request tenant's index); stats rows arrive by stats ingests and
+// REPLICA_UPDATED events into the same index, as on the server.
 // Each test is named after its scenario number; fixture F is built in `PdRouteScenarios`.
 #include "topology/pd_selector.hpp"
 
@@ -21,9 +22,8 @@ using index::testing::t0;
 using index::testing::update;
 
 /// The view the server builds for one request: the request tenant's index and the totals.
-index_pd_view view_of(const index::combined_index& idx, const stats_table& stats,
-                      std::string_view tenant) {
-  return index_pd_view(idx.tenant(tenant), idx.facts().total_keys, stats);
+index_pd_view view_of(const index::combined_index& idx, std::string_view tenant) {
+  return index_pd_view(idx.tenant(tenant), idx.facts().total_keys);
 }
 
 constexpr micros second = 1'000'000;
@@ -58,10 +58,7 @@ class PdRouteScenarios : public ::testing::Test {
  protected:
   void SetUp() override {
     push(topology_body(R"("replicaIds":["p-0","p-1","p-2"])"));
-    for (auto [id, p] : {std::pair<const char*, float>{"p-0", 0.2f}, {"p-1", 0.5f}, {"p-2", 0.1f},
-                         {"d-0", 0.4f}, {"d-1", 0.3f}}) {
-      set_stats(id, p, t0);
-    }
+    feed_stats(index);
     hold("p-1", 256);
     hold("d-0", 256);
     request.model_id = "m";
@@ -76,9 +73,27 @@ class PdRouteScenarios : public ::testing::Test {
     ASSERT_TRUE(set) << set.error();
     store.apply(std::move(*set));
   }
+  /// Reports fixture F's stats at t0 into `idx` (a stats-only update per replica).
+  static void feed_stats(index::combined_index& idx) {
+    for (auto [id, p] : {std::pair<const char*, float>{"p-0", 0.2f}, {"p-1", 0.5f}, {"p-2", 0.1f},
+                         {"d-0", 0.4f}, {"d-1", 0.3f}}) {
+      set_stats(idx, id, p, t0);
+    }
+  }
+  static void set_stats(index::combined_index& idx, const std::string& id, float pressure,
+                        micros last_seen, const std::string& tenant = "serving") {
+    idx.ingest(index::testing::stats_only(id, index::testing::stats(0, pressure), tenant, "m"),
+               last_seen);
+  }
   void set_stats(const std::string& id, float pressure, micros last_seen,
                  const std::string& tenant = "serving") {
-    stats.set(tenant, "m", id, pressure, last_seen);
+    set_stats(index, id, pressure, last_seen, tenant);
+  }
+  /// A REPLICA_UPDATED event for `id` at `at` (refreshes its stats row's last_seen).
+  void touch(const std::string& id, micros at) {
+    index.apply_event({static_cast<std::int32_t>(index::event_type::replica_updated), id, "m",
+                       "serving", "", 0, ""},
+                      at);
   }
   void hold(const std::string& replica, std::int32_t tokens, micros at = t0,
             const std::string& scheme = "vllm", const std::string& adapter = "",
@@ -87,7 +102,7 @@ class PdRouteScenarios : public ::testing::Test {
   }
   pd_route_response run(const policy::resolved_policy& pol = policy::resolved_policy::no_policy(),
                         std::optional<micros> deadline = std::nullopt) {
-    index_pd_view view = view_of(index, stats, request.tenant_id);
+    index_pd_view view = view_of(index, request.tenant_id);
     stepping_clock c(t0);
     return select_pd_route(request, *store.current(), pol, view, c, deadline);
   }
@@ -102,7 +117,6 @@ class PdRouteScenarios : public ::testing::Test {
   }
 
   index::combined_index index;
-  stats_table stats;
   topology_store store;
   pd_route_request request;
 };
@@ -164,8 +178,9 @@ TEST_F(PdRouteScenarios, Scenario07_NovelPrefixInKnownScopeGetsAffinity) {
 
 TEST_F(PdRouteScenarios, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
   index::combined_index other;
+  feed_stats(other);  // serving reports stats but holds no prefix
   other.ingest(update("x", {legacy(K, 256)}, "someone-else", "m", "vllm"), t0);
-  index_pd_view view = view_of(other, stats, request.tenant_id);
+  index_pd_view view = view_of(other, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(),
                                view, c),
@@ -174,8 +189,9 @@ TEST_F(PdRouteScenarios, Scenario08_TenantWithoutPrefixesIsUnknownTenant) {
 
 TEST_F(PdRouteScenarios, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashScheme) {
   index::combined_index sglang;
+  feed_stats(sglang);
   sglang.ingest(update("p-1", {legacy(K, 256)}, "serving", "m", "sglang"), t0);
-  index_pd_view view = view_of(sglang, stats, request.tenant_id);
+  index_pd_view view = view_of(sglang, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(),
                                view, c),
@@ -184,7 +200,8 @@ TEST_F(PdRouteScenarios, Scenario09_PrefixesUnderAnotherSchemeAreUnknownHashSche
 
 TEST_F(PdRouteScenarios, Scenario10_EmptyIndexIsColdStartAffinity) {
   index::combined_index empty;
-  index_pd_view view = view_of(empty, stats, request.tenant_id);
+  feed_stats(empty);  // stats rows, no prefixes
+  index_pd_view view = view_of(empty, request.tenant_id);
   stepping_clock c(t0);
   expect(select_pd_route(request, *store.current(), policy::resolved_policy::no_policy(), view, c),
          affinity_p2);
@@ -241,7 +258,7 @@ TEST_F(PdRouteScenarios, Scenario19_RefreshedLastSeenMakesAReplicaLiveAgain) {
   // the refreshed row is what the selector sees.
   set_stats("d-1", 0.3f, t0 - 90 * second);
   expect(run(), {"PREFIX_MATCH", "p-1", "d-0", "NIXL"});
-  stats.touch("serving", "m", "d-1", t0 - 10 * second);
+  touch("d-1", t0 - 10 * second);
   expect(run(), scenario1);
 }
 
@@ -354,7 +371,7 @@ TEST_F(PdRouteScenarios, Scenario37_ExpiredDeadlineIsTimeout) {
   expect_empty(run(pol, t0 - 1), "TIMEOUT");
   expect_empty(run(pol, t0), "TIMEOUT");
   // The tenant budget breached during the lookup (the clock advances 10 ms per read).
-  index_pd_view view = view_of(index, stats, request.tenant_id);
+  index_pd_view view = view_of(index, request.tenant_id);
   stepping_clock slow(t0, 10'000);
   expect_empty(select_pd_route(request, *store.current(), pol, view, slow), "TIMEOUT");
   // Reserved tenant beats TIMEOUT; TIMEOUT beats requireChain.
@@ -387,7 +404,7 @@ TEST_F(PdRouteScenarios, Scenario41_RestoredStoreAnswersTheSame) {
   ASSERT_TRUE(set) << set.error();
   restored.apply(*set);
   EXPECT_EQ(restored.to_json(), store.to_json());
-  index_pd_view view = view_of(index, stats, request.tenant_id);
+  index_pd_view view = view_of(index, request.tenant_id);
   stepping_clock c(t0);
   expect(select_pd_route(request, *restored.current(), policy::resolved_policy::no_policy(), view, c),
          scenario1);
@@ -409,7 +426,7 @@ TEST_F(PdRouteScenarios, Scenario44_IdenticalCallsGiveIdenticalAnswers) {
 
 TEST_F(PdRouteScenarios, EmptyStoreAnswersUnknownTopology) {
   topology_store empty;
-  index_pd_view view = view_of(index, stats, request.tenant_id);
+  index_pd_view view = view_of(index, request.tenant_id);
   stepping_clock c(t0);
   expect_empty(select_pd_route(request, *empty.current(), policy::resolved_policy::no_policy(), view, c),
                "UNKNOWN_TOPOLOGY");
