@@ -140,6 +140,7 @@ class soak_run {
   void finish_subscription(int epoch, const grpc::Status& st, const std::string& what);
   void journal_fill();
   bool start_server();
+  bool start_server_retrying();
   void restart(int sig);
   void recover_from_crash();
   soak_row row(int minute);
@@ -150,6 +151,7 @@ class soak_run {
   soak_model model_;
   std::mt19937_64 rng_;  // the controller's
 
+  steady::time_point end_;  // the run's end
   std::mutex ep_mu_;
   endpoint ep_;
   std::unique_ptr<server_child> server_;
@@ -524,6 +526,16 @@ bool soak_run::start_server() {
   return true;
 }
 
+/// A start that fails (each failure an error) is tried again every 2 s until the run's end:
+/// a server that cannot start while the disk is full may start once it drained.
+bool soak_run::start_server_retrying() {
+  while (true) {
+    if (start_server()) return true;
+    if (steady::now() >= end_) return false;
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+}
+
 void soak_run::restart(int sig) {
   const bool term = sig == SIGTERM;
   if (server_->poll_exit() != -2) return recover_from_crash();
@@ -536,7 +548,7 @@ void soak_run::restart(int sig) {
             std::to_string(code) + ": " + server_->tail());
   server_.reset();
   const auto t1 = steady::now();
-  const bool ok = start_server();
+  const bool ok = start_server_retrying();
   const double ready_s = seconds_d(steady::now() - t1).count();
   down_ = false;
   (term ? term_restarts_ : kill_restarts_)++;
@@ -551,7 +563,7 @@ void soak_run::recover_from_crash() {
   problem("the server exited by itself (exit " + std::to_string(server_->poll_exit()) +
           "): " + server_->tail(o_.crash_tail_lines));
   server_.reset();
-  const bool ok = start_server();
+  const bool ok = start_server_retrying();
   down_ = false;
   if (ok) sweep("after the server died");
 }
@@ -605,6 +617,7 @@ soak_report soak_run::run() {
        << " lookups/s, restarts every " << o_.restart_every_s << " s, data dir " << data_dir_
        << (mounted_ ? " (tmpfs)" : "") << "\n" << std::flush;
 
+  end_ = steady::now();  // the first start is not retried
   if (start_server()) {
     std::vector<std::thread> threads;
     for (int p = 0; p < o_.producers; ++p) threads.emplace_back([this, p] { producer(p); });
@@ -614,6 +627,7 @@ soak_report soak_run::run() {
     threads.emplace_back([this] { metrics_subscriber(); });
     std::thread filler;
     const auto t0 = steady::now();
+    end_ = t0 + std::chrono::duration_cast<steady::duration>(seconds_d(o_.duration_s));
     auto at = [&](double s) { return t0 + seconds_d(s); };
     const double P = o_.restart_every_s;
     double next_term = P / 3, next_kill = 2 * P / 3, next_row = 60;
