@@ -373,6 +373,9 @@ void soak_run::policy_pusher() {
     auto res = http_call(ep.admin, req, 5.0);
     if (!res.error.empty()) {
       failed_call(ep.epoch, "POST /policy: " + res.error);
+    } else if (filling_ && res.status == 503 &&
+               res.body.find("JOURNAL_UNAVAILABLE") != std::string::npos) {
+      ++refused_;  // a policy change is journaled too: refused while the disk is full
     } else if (res.status != 204 && res.status != 200) {
       problem("POST /policy answered " + std::to_string(res.status) + ": " + res.body);
     } else {
