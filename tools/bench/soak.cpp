@@ -549,6 +549,7 @@ void soak_run::restart(int sig) {
   if (code != (term ? 0 : 128 + SIGKILL))
     problem(std::string(term ? "SIGTERM" : "SIGKILL") + " stop ended with exit code " +
             std::to_string(code) + ": " + server_->tail());
+  if (stop_s > 2) out_ << "  slow stop (" << stop_s << " s); the server's last lines:\n" << server_->tail(8);
   server_.reset();
   const auto t1 = steady::now();
   const bool ok = start_server_retrying();
@@ -613,6 +614,18 @@ soak_report soak_run::run() {
            "--max-index-entries=0", "--default-ttl=24h", "--metrics-stream-interval=1s",
            "--snapshot-interval=" + std::to_string(static_cast<long>(o_.snapshot_every_s * 1000)) + "ms",
            "--log-level=warn"};
+  // A --server-arg replaces the soak's default for the same flag (the server refuses twice).
+  args_.erase(std::remove_if(args_.begin(), args_.end(),
+                             [&](const std::string& d) {
+                               const auto eq = d.find('=');
+                               if (eq == std::string::npos) return false;
+                               const std::string flag = d.substr(0, eq + 1);
+                               return std::any_of(o_.server_args.begin(), o_.server_args.end(),
+                                                  [&](const std::string& a) {
+                                                    return a.rfind(flag, 0) == 0;
+                                                  });
+                             }),
+              args_.end());
   args_.insert(args_.end(), o_.server_args.begin(), o_.server_args.end());
   out_ << "soak: " << o_.duration_s << " s, pool " << model_.size() << " chains x "
        << o_.chain_blocks << " blocks, " << o_.producers << " producers at "
