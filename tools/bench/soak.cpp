@@ -112,9 +112,12 @@ class soak_run {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   }
-  /// An Ack that said no: refused while the journal is full, else an error.
-  void refused_ack(const v1::Ack& ack, const std::string& op) {
-    if (filling_ && ack.reason_code() == "JOURNAL_UNAVAILABLE") {
+  /// An Ack that said no: expected while the soak stops the server or the journal is full,
+  /// else an error.
+  void refused_ack(int epoch, const v1::Ack& ack, const std::string& op) {
+    if (ack.reason_code() == "SHUTTING_DOWN" && expected_failure(epoch)) {
+      ++cut_;  // the server is being stopped by the soak
+    } else if (filling_ && ack.reason_code() == "JOURNAL_UNAVAILABLE") {
       ++refused_;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     } else {
@@ -195,7 +198,7 @@ bool soak_run::report(const endpoint& ep, const std::vector<std::uint64_t>& chai
     return false;
   }
   if (!ack.accepted()) {
-    refused_ack(ack, "ReportCacheState");
+    refused_ack(ep.epoch, ack, "ReportCacheState");
     return false;
   }
   acked_ += chains.size();
@@ -222,7 +225,7 @@ bool soak_run::publish(const endpoint& ep, v1::CacheEvent::Type type, std::uint6
       return false;
     }
     if (!ack.accepted()) {
-      refused_ack(ack, "PublishEvent");
+      refused_ack(ep.epoch, ack, "PublishEvent");
       return false;
     }
     ++acked_;
