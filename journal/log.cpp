@@ -56,6 +56,7 @@ result<std::unique_ptr<log>> log::open(const std::string& dir, const options& op
   dbo.max_log_file_size = 8 << 20;
   if (opts.env != nullptr) dbo.env = opts.env;
   dbo.listeners.push_back(std::make_shared<manual_recovery>());
+  dbo.info_log = std::make_shared<stderr_info_log>();  // no LOG file on the journal's disk
 
   if (!fresh) {
     std::vector<std::string> names;

@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -19,6 +19,7 @@
 #include "tools/bench/killloop.hpp"
 #include "tools/bench/runner.hpp"
 #include "tools/bench/server_child.hpp"
+#include "tools/bench/soak.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/bench/workload.hpp"
 #include "tools/common/cli_parse.hpp"
@@ -67,6 +68,20 @@ struct options {
   int cycles = 5;                        ///< SIGKILLs; default 5
   bool stream_shape_given = false;       ///< --messages-per-stream or --chains-per-message set
   std::string kill_after_max = "500ms";  ///< latest kill moment after ingest starts
+  // soak (also uses server_binary, server_args, producers, ingest_rate, shape)
+  bool ingest_rate_given = false;
+  bool chain_blocks_given = false;
+  std::string restart_every = "10m";     ///< one SIGTERM + one SIGKILL restart per period
+  double lookup_rate = 200;              ///< checked lookups per second
+  std::string policy_every = "20s";
+  std::uint64_t chains = 0;              ///< pool size; 0 = 256 per placement
+  std::uint64_t journal_fs_mb = 128;     ///< tmpfs for the data dir; 0 = none
+  std::string fill_hold_max = "120s";
+  std::string snapshot_every = "30s";    ///< the server's --snapshot-interval
+  std::string fill_at;                   ///< default: half of --restart-every
+  int warmup_minutes = 5;
+  double max_rss_growth = 0.05;
+  std::string markdown_file;
 };
 
 double to_seconds_or(const std::string& text, double fallback) {
@@ -145,7 +160,7 @@ class bench_run {
       : o_(o), w_(o.shape), duration_s_(to_seconds_or(o.duration, 5)) {}
 
   int run() {
-    if (o_.mode != "recovery" && o_.mode != "killloop") channels_ = make_channels(o_.addr, o_.channels);
+    if (o_.mode != "recovery" && o_.mode != "killloop" && o_.mode != "soak") channels_ = make_channels(o_.addr, o_.channels);
     result_["mode"] = o_.mode;
     result_["config"] = config_json();
     int rc = kExitUsage;
@@ -156,6 +171,7 @@ class bench_run {
     else if (o_.mode == "fill") rc = run_fill_mode();
     else if (o_.mode == "recovery") rc = run_recovery();
     else if (o_.mode == "killloop") rc = run_killloop_mode();
+    else if (o_.mode == "soak") rc = run_soak_mode();
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -458,6 +474,50 @@ class bench_run {
     return kExitOk;
   }
 
+  int run_soak_mode() {
+    soak_options k;
+    k.server_binary = o_.server_binary;
+    k.server_args = o_.server_args;
+    k.duration_s = duration_s_;
+    k.restart_every_s = to_seconds_or(o_.restart_every, 600);
+    k.producers = o_.producers;
+    k.tenants = o_.shape.tenants;
+    k.replicas = o_.shape.replicas;
+    k.chain_blocks = o_.chain_blocks_given ? o_.shape.chain_blocks : 16;
+    k.chains = o_.chains;
+    k.ingest_rate_blocks_per_s = o_.ingest_rate_given ? o_.ingest_rate : 5000;
+    k.lookup_rate_per_s = o_.lookup_rate;
+    k.policy_every_s = to_seconds_or(o_.policy_every, 20);
+    k.journal_fs_bytes = o_.journal_fs_mb << 20;
+    k.fill_hold_max_s = to_seconds_or(o_.fill_hold_max, 120);
+    k.snapshot_every_s = to_seconds_or(o_.snapshot_every, 30);
+    if (!o_.fill_at.empty()) k.fill_at_s = to_seconds_or(o_.fill_at, -1);
+    k.warmup_minutes = o_.warmup_minutes;
+    k.max_rss_growth = o_.max_rss_growth;
+    k.seed = o_.shape.seed;
+    k.markdown_file = o_.markdown_file;
+    soak_report r = run_soak(k, std::cout);
+    result_["soak"] = r.to_json();
+    std::cout << "soak: " << r.last.acked << " acknowledged updates, " << r.last.lookups
+              << " lookups (" << r.undecidable << " not decidable), " << r.last.errors
+              << " errors, " << r.last.lost << " lost, " << r.wrong << " wrong; " << r.term_restarts
+              << " SIGTERM + " << r.kill_restarts << " SIGKILL restarts, " << r.crashes << " crashes, " << r.policy_pushes
+              << " policy pushes, " << r.subscriptions << " subscriptions (" << r.events_received
+              << " events, " << r.metrics_received << " metrics), " << r.cut
+              << " calls cut by restarts\n";
+    std::cout << "soak: journal fill: " << r.fill << "\n";
+    if (r.rss.applicable)
+      std::cout << "soak: RSS after warm-up (minute " << o_.warmup_minutes << "): "
+                << fmt(r.rss.baseline / 1048576.0, 1) << " MiB, peak later "
+                << fmt(r.rss.peak / 1048576.0, 1) << " MiB (" << fmt(r.rss.growth * 100, 2)
+                << " %)\n";
+    else
+      std::cout << "soak: RSS growth not applicable (the run is shorter than warm-up + 1 minute)\n";
+    std::cout << "soak: " << (r.verdict.empty() ? "PASSED" : "FAILED: " + r.verdict) << "\n";
+    if (!r.verdict.empty()) return fail_line(r.verdict);
+    return kExitOk;
+  }
+
   int fail_line(const std::string& msg) {
     std::cerr << "inferencecache-bench " << o_.mode << ": " << msg << "\n";
     result_["error"] = msg;
@@ -538,9 +598,38 @@ int run(int argc, char** argv) {
   kl->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
 
+  auto* sk = app.add_subcommand(
+      "soak", "Mixed workload with restarts and a full journal, checked against a model");
+  sk->add_option("--server-binary", o.server_binary, "Path of inferencecache-server")->required();
+  sk->add_option("--server-arg", o.server_args, "Extra server flag (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sk->add_option("--restart-every", o.restart_every,
+                 "One SIGTERM (at 1/3) and one SIGKILL (at 2/3) restart per period")
+      ->capture_default_str();
+  sk->add_option("--lookup-rate", o.lookup_rate, "Checked lookups per second")->capture_default_str();
+  sk->add_option("--policy-every", o.policy_every, "POST /policy this often")->capture_default_str();
+  sk->add_option("--chains", o.chains, "Chains in the pool (0 = 256 per placement)");
+  sk->add_option("--journal-fs-mb", o.journal_fs_mb, "tmpfs size for the data dir (0 = no tmpfs)")
+      ->capture_default_str();
+  sk->add_option("--fill-hold-max", o.fill_hold_max,
+                 "Keep the tmpfs full until an update is refused, at most this long")
+      ->capture_default_str();
+  sk->add_option("--snapshot-every", o.snapshot_every,
+                 "The server's --snapshot-interval (each snapshot truncates the journal)")
+      ->capture_default_str();
+  sk->add_option("--fill-at", o.fill_at,
+                 "Fill the journal's tmpfs this long after the start (default: half of --restart-every)");
+  sk->add_option("--warmup", o.warmup_minutes, "Minutes before the RSS baseline row")
+      ->capture_default_str();
+  sk->add_option("--max-rss-growth", o.max_rss_growth, "Fail when RSS grows this much after warm-up")
+      ->capture_default_str();
+  sk->add_option("--markdown", o.markdown_file, "Also write the per-minute table as Markdown");
+
   if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
   o.duration_given = app.get_option("--duration")->count() > 0;
+  o.ingest_rate_given = app.get_option("--ingest-rate")->count() > 0;
+  o.chain_blocks_given = app.get_option("--chain-blocks")->count() > 0;
   o.stream_shape_given = app.get_option("--messages-per-stream")->count() > 0 ||
                          app.get_option("--chains-per-message")->count() > 0;
   auto usage = [](const std::string& msg) {
@@ -567,6 +656,21 @@ int run(int argc, char** argv) {
   auto kill_max = parse_seconds(o.kill_after_max, &err);
   if (!kill_max || *kill_max <= 0) return usage(kill_max ? "--kill-after-max must be positive" : err);
   if (auto bad = validate(o.shape); !bad.empty()) return usage(bad);
+  if (o.mode == "soak") {
+    auto every = parse_seconds(o.restart_every, &err);
+    if (!every || *every <= 0) return usage(every ? "--restart-every must be positive" : err);
+    auto pol = parse_seconds(o.policy_every, &err);
+    if (!pol || *pol <= 0) return usage(pol ? "--policy-every must be positive" : err);
+    auto hold = parse_seconds(o.fill_hold_max, &err);
+    if (!hold || *hold <= 0) return usage(hold ? "--fill-hold-max must be positive" : err);
+    if (!o.fill_at.empty() && !parse_seconds(o.fill_at, &err)) return usage(err);
+    auto snap = parse_seconds(o.snapshot_every, &err);
+    if (!snap || *snap < 1) return usage(snap ? "--snapshot-every must be at least 1s" : err);
+    if (o.lookup_rate <= 0 || o.lookup_rate > 100000) return usage("--lookup-rate must be in (0, 100000]");
+    if (o.warmup_minutes < 0) return usage("--warmup must not be negative");
+    if (o.max_rss_growth <= 0) return usage("--max-rss-growth must be positive");
+    if (o.journal_fs_mb > (1u << 20)) return usage("--journal-fs-mb is too large");
+  }
   std::signal(SIGPIPE, SIG_IGN);
   bench_run r(o);
   return r.run();

@@ -68,6 +68,7 @@ void server_child::read_loop(int fd) {
         if (j.is_object()) {
           grpc_addr_ = j.value("grpc_addr", "");
           http_addr_ = j.value("http_addr", "");
+          admin_addr_ = j.value("snapshot_addr", "");
         }
       }
       lines_.push_back(std::move(line));
@@ -105,12 +106,35 @@ std::string server_child::http_addr() const {
   return http_addr_;
 }
 
-std::string server_child::tail() const {
+std::string server_child::admin_addr() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return admin_addr_;
+}
+
+std::string server_child::tail(std::size_t lines) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::string out;
-  std::size_t from = lines_.size() > 5 ? lines_.size() - 5 : 0;
+  std::size_t from = lines_.size() > lines ? lines_.size() - lines : 0;
   for (std::size_t i = from; i < lines_.size(); ++i) out += lines_[i] + "\n";
   return out;
+}
+
+namespace {
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return -1;
+}
+}  // namespace
+
+int server_child::poll_exit() {
+  if (pid_ <= 0) return -1;
+  if (exited_) return exit_code_;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return -2;
+  exited_ = true;
+  exit_code_ = exit_code_of(status);
+  return exit_code_;
 }
 
 int server_child::stop(int sig, std::chrono::milliseconds timeout) {
@@ -130,9 +154,8 @@ int server_child::stop(int sig, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   exited_ = true;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return -1;
+  exit_code_ = exit_code_of(status);
+  return exit_code_;
 }
 
 }  // namespace ic::tools::bench

@@ -32,14 +32,19 @@ class server_child {
   /// The "grpc_addr" / "http_addr" fields of the startup line ("" until it was seen).
   std::string grpc_addr() const;
   std::string http_addr() const;
+  /// The "snapshot_addr" field: the admin port (/policy, /snapshot, /probe).
+  std::string admin_addr() const;
 
   /// Sends `sig` and waits for the exit; returns the exit code, 128+signal, or -1 on timeout.
   int stop(int sig, std::chrono::milliseconds timeout);
 
+  /// Without waiting: -2 while the child runs, else its exit code as stop() reports it.
+  int poll_exit();
+
   pid_t pid() const { return pid_; }
 
-  /// The last lines the child wrote (for error messages).
-  std::string tail() const;
+  /// The last `lines` lines the child wrote (for error messages).
+  std::string tail(std::size_t lines = 5) const;
 
  private:
   server_child() = default;
@@ -47,12 +52,13 @@ class server_child {
 
   pid_t pid_ = -1;
   bool exited_ = false;
+  int exit_code_ = -1;
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::string> lines_;
   bool eof_ = false;
-  std::string grpc_addr_, http_addr_;
+  std::string grpc_addr_, http_addr_, admin_addr_;
 };
 
 }  // namespace ic::tools::bench
