@@ -17,8 +17,6 @@
 namespace ic::actors {
 namespace {
 
-using steady = std::chrono::steady_clock;
-
 void log_snapshot(const snapshot_report& r) {
   if (r.ok)
     spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; journal truncated", r.covering_seq,
@@ -193,13 +191,13 @@ void run_job(coordinator_pointer self) {
     return;
   }
   snapshot_job sj{s.last_applied_seq, view_of(s)};
-  s.schedule.started(steady::now());
+  s.schedule.started(s.sh->timer_clock());
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
     if (r.ok) {
       st.last_snapshot_seq = r.covering_seq;
     } else {
-      st.schedule.failed(steady::now());  // do not retry on every batch
+      st.schedule.failed(st.sh->timer_clock());  // do not retry on every batch
     }
     log_snapshot(r);
     for (auto& w : st.jobs.front().waiters) w.deliver(r);
@@ -343,7 +341,7 @@ void pump(coordinator_pointer self) {
 void maybe_snapshot(coordinator_pointer self) {
   auto& s = self->state;
   if (snapshot_pending(s) || !s.writer) return;
-  if (s.schedule.due(s.last_applied_seq - s.last_snapshot_seq, steady::now()))
+  if (s.schedule.due(s.last_applied_seq - s.last_snapshot_seq, s.sh->timer_clock()))
     queue_snapshot(self, nullptr);
 }
 
@@ -351,8 +349,8 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
   fail_fast_on_exceptions(self, "coordinator");
   static_cast<coordinator_config&>(self->state) = std::move(cfg);
   self->state.machine = state::dispatch_machine(self->state.sh->options.max_entries);
-  self->state.schedule = state::snapshot_schedule(self->state.snap.interval,
-                                                  self->state.snap.every_records, steady::now());
+  self->state.schedule = state::snapshot_schedule(
+      self->state.snap.interval, self->state.snap.every_records, self->state.sh->timer_clock());
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;

@@ -94,6 +94,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   runtime_shared& sh = p->shared;
   sh.facts = set->facts();
   sh.clock = clock;
+  if (options.timer_clock) sh.timer_clock = options.timer_clock;
   sh.probe = probe;
   sh.timer = &p->timer;
   sh.test_delay = test_lookup_delay();
