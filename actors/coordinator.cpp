@@ -350,7 +350,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
   static_cast<coordinator_config&>(self->state) = std::move(cfg);
   self->state.machine = state::dispatch_machine(self->state.sh->options.max_entries);
   self->state.schedule = state::snapshot_schedule(
-      self->state.snap.interval, self->state.snap.every_records, self->state.sh->timer_clock());
+      self->state.snap.interval, self->state.snap.every_records, self->state.timers_started);
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;

@@ -112,6 +112,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   ccfg.snap = snapshot_policy{options.snapshot_interval, options.snapshot_every_records};
   ccfg.last_applied_seq = p->log->last_sequence();
   ccfg.last_snapshot_seq = rec_info.snapshot_seq;
+  ccfg.timers_started = sh.timer_clock();
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
     auto actor = spawn_tenant_actor(p->system, shared_t, &sh);
