@@ -1,6 +1,8 @@
 // The coordinator: dispatches committed records in journal order to the tenant actors,
 // keeps the global cap exact (headroom reservation; exclusive updates and the cap merge by
-// messages), and runs snapshots and frozen reads at quiescent points.
+// messages), and runs snapshots and frozen reads at quiescent points. What to do when is
+// decided by the plain classes of state/coordination.hpp (`dispatch_machine`, `cap_merge`,
+// `snapshot_schedule`); this file sends the messages they ask for and feeds back the replies.
 #include "actors/spawn.hpp"
 
 #include <algorithm>
@@ -14,8 +16,6 @@
 
 namespace ic::actors {
 namespace {
-
-using steady = std::chrono::steady_clock;
 
 void log_snapshot(const snapshot_report& r) {
   if (r.ok)
@@ -38,19 +38,30 @@ struct quiet_job {
   std::vector<caf::typed_response_promise<snapshot_report>> waiters;
 };
 
-using phase = state::dispatch_phase;
-
 struct coordinator_state : coordinator_config {
   std::deque<queued> queue;
   std::deque<quiet_job> jobs;
-  phase now = phase::running;
-  // The exclusive update being capped.
+  state::dispatch_machine machine;
+  // The exclusive update being capped, and its cap merge.
   std::optional<exclusive_done> excl;
-  std::map<std::string, std::optional<index::cap_head>> heads;
-  std::size_t heads_pending = 0;
+  state::cap_merge merge;
   std::size_t holds_pending = 0;
   state::snapshot_schedule schedule;
 };
+
+/// What the phase machine needs to know of a queued item.
+state::dispatch_item describe(const queued& q) {
+  using kind = state::dispatch_item::kind;
+  if (q.probe) return {kind::probe, 0};
+  const auto& payload = q.record.rec.payload;
+  if (const auto* u = std::get_if<index::cache_state_update>(&payload))
+    return {kind::update, u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u)};
+  // A /topology or /templates record is a pointer swap applied in order, like an event.
+  if (std::holds_alternative<index::cache_event>(payload) || state::is_store_record(q.record.rec))
+    return {kind::event, 0};
+  if (std::holds_alternative<proto::policy_record>(payload)) return {kind::policy, 0};
+  return {kind::sweep, 0};
+}
 
 /// True when a snapshot is queued or running (a job stays at the front until it finished).
 bool snapshot_pending(const coordinator_state& s) {
@@ -91,38 +102,29 @@ void finish_exclusive(coordinator_pointer self) {
     s.sh->probe->on_ingest(u.tenant_id, done.result);
   }
   ack(done.item, std::string(done.result.first_drop_reason));
-  s.now = phase::running;
+  s.machine.finished();
   pump(self);
 }
 
-/// One step of the cap merge (index::pick_cap_step, as state::enforce_cap runs it on replay):
-/// the tenant whose next victim is first evicts while it stays before every other tenant's.
+/// One step of the cap merge (state::cap_merge, the pick_cap_step that state::enforce_cap
+/// runs on replay): the tenant whose next victim is first evicts while it stays before every
+/// other tenant's.
 void evict_next(coordinator_pointer self) {
   auto& s = self->state;
   const std::int64_t excess = state::cap_excess(*s.sh->facts, s.sh->options.max_entries);
-  std::vector<std::optional<index::cap_head>> heads;
-  std::vector<const std::string*> names;
-  heads.reserve(s.heads.size());
-  names.reserve(s.heads.size());
-  for (const auto& [name, h] : s.heads) {
-    heads.push_back(h);
-    names.push_back(&name);
-  }
-  const index::cap_step step = index::pick_cap_step(heads);
-  if (excess <= 0 || step.best == index::cap_step::none) {
+  const auto order = s.merge.next(excess);
+  if (!order) {
     finish_exclusive(self);
     return;
   }
-  const std::string name = *names[step.best];
-  const std::optional<index::cap_head> bound = step.bound;
+  const std::string name = order->tenant;
   self->request(s.tenants[name].first, caf::infinite, capevict_atom::value,
-                cap_order{bound, excess, s.excl->ts})
+                cap_order{order->bound, excess, s.excl->ts})
       .then([=](cap_evicted& e) {
         auto& st = self->state;
         st.excl->result.cap_evicted_lru += e.lru;
         st.excl->result.cap_evicted_lfu += e.lfu;
-        st.heads[name] = std::move(e.next);
-        if (e.lru + e.lfu == 0) {
+        if (!st.merge.on_evicted(name, e.lru + e.lfu, std::move(e.next))) {
           finish_exclusive(self);
           return;
         }
@@ -138,18 +140,19 @@ void on_exclusive_done(coordinator_pointer self, exclusive_done& done) {
     finish_exclusive(self);
     return;
   }
-  s.heads.clear();
-  s.heads_pending = 0;
-  for (auto& [name, t] : s.tenants) {
-    if (name == index::reserved_tenant) continue;
-    ++s.heads_pending;
-    const std::string tenant = name;
-    self->request(t.first, caf::infinite, caphead_atom::value).then([=](cap_head_reply& r) {
-      self->state.heads[tenant] = std::move(r.head);
-      if (--self->state.heads_pending == 0) evict_next(self);
-    });
+  std::vector<std::string> names;
+  for (const auto& [name, _] : s.tenants)
+    if (name != index::reserved_tenant) names.push_back(name);
+  if (!s.merge.start(names)) {
+    finish_exclusive(self);
+    return;
   }
-  if (s.heads_pending == 0) finish_exclusive(self);
+  for (const auto& name : names) {
+    self->request(s.tenants[name].first, caf::infinite, caphead_atom::value)
+        .then([=](cap_head_reply& r) {
+          if (self->state.merge.on_head(name, std::move(r.head))) evict_next(self);
+        });
+  }
 }
 
 void release_all(coordinator_pointer self) {
@@ -159,7 +162,7 @@ void release_all(coordinator_pointer self) {
 void finish_job(coordinator_pointer self) {
   release_all(self);
   self->state.jobs.pop_front();
-  self->state.now = phase::running;
+  self->state.machine.finished();
   pump(self);
 }
 
@@ -191,13 +194,13 @@ void run_job(coordinator_pointer self) {
   }
   snapshot_job sj{s.last_applied_seq, view_of(s)};
   sj.view.stores = state::store_sections(*s.sh->stores);
-  s.schedule.started(steady::now());
+  s.schedule.started(s.sh->timer_clock());
   auto finished = [=](snapshot_report r) {
     auto& st = self->state;
     if (r.ok) {
       st.last_snapshot_seq = r.covering_seq;
     } else {
-      st.schedule.failed(steady::now());  // do not retry on every batch
+      st.schedule.failed(st.sh->timer_clock());  // do not retry on every batch
     }
     log_snapshot(r);
     for (auto& w : st.jobs.front().waiters) w.deliver(r);
@@ -216,7 +219,6 @@ void run_job(coordinator_pointer self) {
 /// Drained: tell every tenant to hold its LFU credits, then run the front job.
 void start_job(coordinator_pointer self) {
   auto& s = self->state;
-  s.now = phase::quiet;
   s.holds_pending = s.tenants.size();
   if (s.holds_pending == 0) {
     run_job(self);
@@ -233,7 +235,7 @@ void queue_snapshot(coordinator_pointer self, caf::typed_response_promise<snapsh
   auto& s = self->state;
   // A snapshot that has not started yet serves every request made before it starts.
   for (std::size_t i = 0; i < s.jobs.size(); ++i) {
-    const bool started = i == 0 && s.now == phase::quiet;
+    const bool started = i == 0 && s.machine.phase() == state::dispatch_phase::quiet;
     if (s.jobs[i].snapshot && !started) {
       if (waiter) s.jobs[i].waiters.push_back(*waiter);
       return;
@@ -245,8 +247,9 @@ void queue_snapshot(coordinator_pointer self, caf::typed_response_promise<snapsh
   s.jobs.push_back(std::move(job));
 }
 
-/// Dispatches one queued item; false when dispatch must stop (a barrier was entered).
-bool dispatch_front(coordinator_pointer self) {
+/// Sends the front item to its tenant(s) and pops it; `item` is what `describe` said of it,
+/// `alone` whether the machine made it the exclusive update.
+void dispatch_front(coordinator_pointer self, const state::dispatch_item& item, bool alone) {
   auto& s = self->state;
   queued& q = s.queue.front();
   runtime_shared& sh = *s.sh;
@@ -255,31 +258,18 @@ bool dispatch_front(coordinator_pointer self) {
     sh.inflight.fetch_add(1);
     self->send(t, probe_atom::value, std::move(q.probe));
     s.queue.pop_front();
-    return true;
+    return;
   }
   tenant_record& r = q.record;
   auto& payload = r.rec.payload;
   if (auto* u = std::get_if<index::cache_state_update>(&payload)) {
     auto& t = ensure_tenant(self, u->tenant_id);
-    const std::int64_t growth = u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u);
-    // Alone (drain, then exclusive, then the cap merged over the tenants as the serial
-    // replay does) unless no update in flight can trigger the cap (state::must_apply_alone).
-    if (state::must_apply_alone(sh.options.max_entries, sh.pending_growth.load(),
-                                sh.facts->nonreserved_entries.load(), growth)) {
-      if (!sh.drained_now()) {
-        s.now = phase::draining;
-        return false;
-      }
+    if (alone) {
       r.exclusive = true;
-      s.now = phase::exclusive;
-      sh.inflight.fetch_add(1);
-      s.last_applied_seq = r.seq;
-      self->send(t, apply_atom::value, std::move(r));
-      s.queue.pop_front();
-      return false;
+    } else {
+      r.growth = item.growth;
+      sh.pending_growth.fetch_add(item.growth);
     }
-    r.growth = growth;
-    sh.pending_growth.fetch_add(growth);
     sh.inflight.fetch_add(1);
     s.last_applied_seq = r.seq;
     self->send(t, apply_atom::value, std::move(r));
@@ -300,29 +290,6 @@ bool dispatch_front(coordinator_pointer self) {
       spdlog::error("journal record {} not applied: {}", r.seq, why);
     s.last_applied_seq = r.seq;
     ack(r);
-  } else if (auto* p = std::get_if<proto::policy_record>(&payload)) {
-    // Drain first: no tenant is then mid-sweep (which would defer the change), so every
-    // tenant installs it from its mailbox before any lookup sent after the push's 204.
-    if (!sh.drained_now()) {
-      s.now = phase::draining;
-      return false;
-    }
-    s.now = phase::policy;
-    policy_change change{std::move(p->canonical_json), tenant_actors(s)};
-    auto rec = std::make_shared<tenant_record>(std::move(r));
-    s.queue.pop_front();
-    self->request(s.policy, caf::infinite, policy_atom::value, std::move(change))
-        .then([=](policy_reply& reply) {
-          auto& st = self->state;
-          if (!reply.ok)
-            spdlog::error("journal record {} not applied: {}", rec->seq, reply.error);
-          st.policies = reply.policies;
-          st.last_applied_seq = rec->seq;
-          ack(*rec);
-          st.now = phase::running;
-          pump(self);
-        });
-    return false;
   } else {
     const index::micros at = r.rec.applied_at_us;
     for (auto& [_, t] : s.tenants) {
@@ -332,22 +299,52 @@ bool dispatch_front(coordinator_pointer self) {
     s.last_applied_seq = r.seq;
   }
   s.queue.pop_front();
-  return true;
+}
+
+/// Hands the front policy record to the policy actor, which applies and broadcasts it.
+void apply_policy(coordinator_pointer self) {
+  auto& s = self->state;
+  auto& p = std::get<proto::policy_record>(s.queue.front().record.rec.payload);
+  policy_change change{std::move(p.canonical_json), tenant_actors(s)};
+  auto rec = std::make_shared<tenant_record>(std::move(s.queue.front().record));
+  s.queue.pop_front();
+  self->request(s.policy, caf::infinite, policy_atom::value, std::move(change))
+      .then([=](policy_reply& reply) {
+        auto& st = self->state;
+        if (!reply.ok) spdlog::error("journal record {} not applied: {}", rec->seq, reply.error);
+        st.policies = reply.policies;
+        st.last_applied_seq = rec->seq;
+        ack(*rec);
+        st.machine.finished();
+        pump(self);
+      });
 }
 
 void pump(coordinator_pointer self) {
   auto& s = self->state;
-  while (s.now == phase::running) {
-    if (!s.jobs.empty()) {
-      if (!s.sh->drained_now()) {
-        s.now = phase::draining;
+  runtime_shared& sh = *s.sh;
+  const std::function<bool()> drained = [&sh] { return sh.drained_now(); };
+  for (;;) {
+    std::optional<state::dispatch_item> front;
+    if (!s.queue.empty()) front = describe(s.queue.front());
+    switch (s.machine.next(front, !s.jobs.empty(), drained, sh.pending_growth.load(),
+                           sh.facts->nonreserved_entries.load())) {
+      case state::dispatch_action::idle:
+      case state::dispatch_action::wait_drained:
         return;
-      }
-      start_job(self);
-      return;
+      case state::dispatch_action::start_job:
+        start_job(self);
+        return;
+      case state::dispatch_action::dispatch:
+        dispatch_front(self, *front, false);
+        break;
+      case state::dispatch_action::dispatch_alone:
+        dispatch_front(self, *front, true);
+        return;
+      case state::dispatch_action::apply_policy:
+        apply_policy(self);
+        return;
     }
-    if (s.queue.empty()) return;
-    if (!dispatch_front(self)) return;
   }
 }
 
@@ -355,15 +352,16 @@ void pump(coordinator_pointer self) {
 void maybe_snapshot(coordinator_pointer self) {
   auto& s = self->state;
   if (snapshot_pending(s) || !s.writer) return;
-  if (s.schedule.due(s.last_applied_seq - s.last_snapshot_seq, steady::now()))
+  if (s.schedule.due(s.last_applied_seq - s.last_snapshot_seq, s.sh->timer_clock()))
     queue_snapshot(self, nullptr);
 }
 
 coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coordinator_config cfg) {
   fail_fast_on_exceptions(self, "coordinator");
   static_cast<coordinator_config&>(self->state) = std::move(cfg);
-  self->state.schedule = state::snapshot_schedule(self->state.snap.interval,
-                                                  self->state.snap.every_records, steady::now());
+  self->state.machine = state::dispatch_machine(self->state.sh->options.max_entries);
+  self->state.schedule = state::snapshot_schedule(
+      self->state.snap.interval, self->state.snap.every_records, self->state.timers_started);
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
@@ -384,10 +382,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
         pump(self);
       },
       [=](drained_atom) {
-        auto& s = self->state;
-        if (s.now != phase::draining) return;
-        s.now = phase::running;
-        pump(self);
+        if (self->state.machine.drained()) pump(self);
       },
       [=](exclusive_done_atom, exclusive_done& done) { on_exclusive_done(self, done); },
       [=](probe_atom, probe_call_ptr& call) {

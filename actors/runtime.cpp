@@ -108,6 +108,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   runtime_shared& sh = p->shared;
   sh.facts = set->facts();
   sh.clock = clock;
+  if (options.timer_clock) sh.timer_clock = options.timer_clock;
   sh.probe = probe;
   sh.timer = &p->timer;
   sh.test_delay = test_lookup_delay();
@@ -129,6 +130,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   if (p->log->replicated()) ccfg.snap.every_records <<= journal::record_index_bits;
   ccfg.last_applied_seq = p->log->last_position();
   ccfg.last_snapshot_seq = rec_info.snapshot_seq;
+  ccfg.timers_started = sh.timer_clock();
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
     auto actor = spawn_tenant_actor(p->system, shared_t, &sh);

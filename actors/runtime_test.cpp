@@ -314,6 +314,43 @@ TEST_F(RuntimeTest, RecordCountTriggersSnapshots) {
   EXPECT_EQ(info.entries, 12);
 }
 
+TEST_F(RuntimeTest, SnapshotIntervalIsMeasuredOnTheInjectedTimerClock) {
+  auto seconds = std::make_shared<std::atomic<std::int64_t>>(1'000);
+  opts_.timer_clock = [seconds] {
+    return std::chrono::steady_clock::time_point{} + std::chrono::seconds(seconds->load());
+  };
+  opts_.snapshot_interval = std::chrono::hours(1);
+  opts_.snapshot_every_records = 0;
+  opts_.snapshot_on_stop = false;
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s));
+    *seconds += 3'599;  // one second short of the interval: not due
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"b"}), 5s));
+    // A snapshot queued by the batch above would run before this record is dispatched.
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"b2"}), 5s));
+    rt->stop();
+  }
+  recovery_info info;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err, &info);
+    ASSERT_NE(rt, nullptr) << err;
+    EXPECT_EQ(info.snapshot_seq, 0u);
+    *seconds += 3'600;  // the interval passed on the injected clock only; no sleep
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"c"}), 5s));
+    // The snapshot that batch queued runs at a quiescent point before `d` is dispatched.
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"d"}), 5s));
+    rt->stop();
+  }
+  auto rt = runtime::start(opts_, nullptr, &err, &info);
+  ASSERT_NE(rt, nullptr) << err;
+  EXPECT_GT(info.snapshot_seq, 0u);
+  EXPECT_EQ(info.records_replayed, 1u);  // only `d`
+  EXPECT_EQ(info.entries, 5);
+}
+
 TEST_F(RuntimeTest, SnapshotNowCoversEverythingAppliedEvenWhileAPeriodicOneRuns) {
   opts_.snapshot_every_records = 2;  // periodic snapshots keep starting
   opts_.snapshot_on_stop = false;

@@ -103,6 +103,10 @@ struct runtime_shared {
   std::chrono::milliseconds test_delay{0};
   /// The runtime's wall clock (runtime_options::clock, else system_micros).
   std::function<index::micros()> clock = system_micros;
+  /// The runtime's timer clock (runtime_options::timer_clock, else the steady clock).
+  std::function<std::chrono::steady_clock::time_point()> timer_clock = [] {
+    return std::chrono::steady_clock::now();
+  };
   state::state_options options;
 
   /// A tenant finished one dispatched record (after its effects are in the totals).

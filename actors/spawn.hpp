@@ -50,6 +50,9 @@ struct coordinator_config {
   snapshot_policy snap;
   std::uint64_t last_applied_seq = 0;
   std::uint64_t last_snapshot_seq = 0;
+  /// When the snapshot interval starts counting (the timer clock, read in runtime::start: the
+  /// actor's first activation may come later).
+  std::chrono::steady_clock::time_point timers_started{};
 };
 
 /// Spawns the coordinator (journal order, the exact global cap, snapshots, quiescent reads).

@@ -1,6 +1,6 @@
 // Internal to index/: small helpers of tenant_index's files (tenant_index.cpp,
-// eviction_orders.cpp, tenant_lookup.cpp, tenant_views.cpp): key hashing and the slot
-// layout of the key table, saturating ages, run-length key refs, sort keys.
+// eviction_orders.cpp, tenant_lookup.cpp, tenant_views.cpp): key hashing, saturating ages,
+// run-length key refs, sort keys.
 #pragma once
 
 #include <algorithm>
@@ -21,10 +21,6 @@ constexpr std::uint32_t long_flag = key_long_hash;
 constexpr std::uint32_t max_replica_id = 0xFFFFFFu;
 
 using ic::index::mix64;
-
-/// Hash-table slots hold (6-bit hash tag << 26) | (record index + 1); 0 = empty.
-constexpr std::uint32_t slot_index_mask = (1u << 26) - 1;
-inline std::uint32_t slot_tag_of(std::uint64_t h) { return static_cast<std::uint32_t>(h >> 58) << 26; }
 
 inline std::uint64_t load_be64(std::string_view b) {
   std::uint64_t v = 0;
@@ -120,27 +116,3 @@ inline void sort_scores(std::vector<scored_replica>& v) {
 }
 
 }  // namespace ic::index::partition_detail
-
-namespace ic::index {
-
-template <class Same>
-inline std::uint32_t tenant_index::probe_slots(std::uint64_t h, Same same,
-                                                   std::size_t& at) const {
-  const std::size_t mask = slots_.size() - 1;
-  const std::uint32_t tag = partition_detail::slot_tag_of(h);
-  for (std::size_t i = h & mask;; i = (i + 1) & mask) {
-    const std::uint32_t sl = slots_[i];
-    if (sl == 0) {
-      at = i;
-      return npos;
-    }
-    if ((sl & ~partition_detail::slot_index_mask) != tag) continue;
-    const std::uint32_t idx = (sl & partition_detail::slot_index_mask) - 1;
-    if (same(records_[idx])) {
-      at = i;
-      return idx;
-    }
-  }
-}
-
-}  // namespace ic::index

@@ -4,8 +4,6 @@
 // index/README.md ("Snapshot format").
 #pragma once
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cassert>
 #include <cstdlib>
@@ -60,23 +58,6 @@ inline T get(const char* p) {
 
 /// Most keys a tenant's key table is sized for before its keys arrive (snapshot_loader).
 constexpr std::size_t presize_keys_max = std::size_t{1} << 16;
-
-/// Reserves `n` slots for an empty key table, asking for transparent huge pages first when
-/// the table is large: the loader's inserts hit random slots, and 4 KiB pages would make
-/// nearly every one a TLB miss. Only a hint; nothing depends on it.
-inline void reserve_slots(std::vector<std::uint32_t>& slots, std::size_t n) {
-  slots.clear();
-  slots.shrink_to_fit();
-  slots.reserve(n);
-#ifdef MADV_HUGEPAGE
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  const auto begin = reinterpret_cast<std::uintptr_t>(slots.data());
-  const std::uintptr_t end = begin + n * sizeof(std::uint32_t);
-  const std::uintptr_t first = (begin + huge - 1) & ~(huge - 1);
-  const std::uintptr_t last = end & ~(huge - 1);
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#endif
-}
 
 inline bool valid_tier(std::uint8_t t) {
   return (t >= 1 && t <= tier_unknown_positive) || t == tier_coldest;

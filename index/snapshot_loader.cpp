@@ -209,12 +209,8 @@ class snapshot_access::loader {
     // of at most ~115 k keys, then the declared size).
     const std::size_t live = n_slab_ - n_free_;
     const std::size_t presize = std::min(live, presize_keys_max);
-    std::size_t slots = 16;
-    while (presize * 8 > slots * 7) slots *= 2;
-    reserve_slots(part_->slots_, slots);
-    part_->slots_.assign(slots, 0);
+    part_->table_.reset(key_table::slots_for(presize));
     part_->free_records_.reserve(std::min<std::size_t>(n_free_, presize_keys_max));
-    inserted_ = 0;
     declared_keys_ = live;
     keys_left_ = static_cast<std::uint32_t>(live);
     done_ = 0;
@@ -416,7 +412,7 @@ class snapshot_access::loader {
     // Queue the key-table insert; it happens `insert_lag` keys later, when the slot's cache
     // line (prefetched now) has arrived.
     const std::uint64_t h = t.key_hash(rec);
-    __builtin_prefetch(&t.slots_[h & (t.slots_.size() - 1)]);
+    t.table_.prefetch(h);
     if (queued_ == insert_lag) {
       if (!insert_key(queue_[queue_head_])) return fail("duplicate key");
       queue_[queue_head_] = {h, kidx};
@@ -438,47 +434,30 @@ class snapshot_access::loader {
   /// now backed by at least that many bytes of input.
   void grow_key_table() {
     tenant_index& t = *part_;
-    constexpr std::uint32_t index_mask = (1u << 26) - 1;
-    std::size_t slots = t.slots_.size() * 2;
-    while (declared_keys_ * 8 > slots * 7) slots *= 2;
-    std::vector<std::uint32_t> next;
-    reserve_slots(next, slots);
-    next.assign(slots, 0);
-    const std::size_t mask = slots - 1;
-    for (const std::uint32_t sl : t.slots_) {
-      if (sl == 0) continue;
-      std::size_t i = t.key_hash(t.records_[(sl & index_mask) - 1]) & mask;
-      while (next[i] != 0) i = (i + 1) & mask;
-      next[i] = sl;
-    }
-    t.slots_.swap(next);
+    const std::size_t slots =
+        std::max(t.table_.slot_count() * 2, key_table::slots_for(declared_keys_));
+    t.table_.rehash(slots, [&t](std::uint32_t r) { return t.record_hash(r); });
   }
 
   /// Inserts a loaded key into the table; false if the key is already there.
   bool insert_key(const std::pair<std::uint64_t, std::uint32_t>& q) {
     tenant_index& t = *part_;
-    if ((inserted_ + 1) * 8 > t.slots_.size() * 7) grow_key_table();
+    if (t.table_.over_load(1)) grow_key_table();
     const auto [h, kidx] = q;
     const key_record& k = t.records_[kidx];
-    const std::size_t mask = t.slots_.size() - 1;
-    const std::uint32_t tag = static_cast<std::uint32_t>(h >> 58) << 26;
-    constexpr std::uint32_t index_mask = (1u << 26) - 1;
-    std::size_t i = h & mask;
-    while (t.slots_[i] != 0) {
-      const std::uint32_t sl = t.slots_[i];
-      if ((sl & ~index_mask) == tag) {
-        const key_record& other = t.records_[(sl & index_mask) - 1];
-        if (tenant_index::part_id(other) == tenant_index::part_id(k) &&
-            ((other.part ^ k.part) & key_long_hash) == 0 &&
-            ((k.part & key_long_hash) ? t.long_hashes_[other.hash] == t.long_hashes_[k.hash]
-                                      : other.hash == k.hash)) {
-          return false;
-        }
-      }
-      i = (i + 1) & mask;
-    }
-    t.slots_[i] = tag | (kidx + 1);
-    ++inserted_;
+    std::size_t at = 0;
+    const std::uint32_t dup = t.table_.find(
+        h,
+        [&](std::uint32_t r) {
+          const key_record& other = t.records_[r];
+          return tenant_index::part_id(other) == tenant_index::part_id(k) &&
+                 ((other.part ^ k.part) & key_long_hash) == 0 &&
+                 ((k.part & key_long_hash) ? t.long_hashes_[other.hash] == t.long_hashes_[k.hash]
+                                           : other.hash == k.hash);
+        },
+        at);
+    if (dup != key_table::npos) return false;
+    t.table_.insert_at(at, h, kidx);
     return true;
   }
 
@@ -588,7 +567,6 @@ class snapshot_access::loader {
   std::uint64_t n_entries_ = 0;
   std::uint32_t done_ = 0;
   std::uint32_t keys_left_ = 0;
-  std::size_t inserted_ = 0;       // keys of the current tenant in its table
   std::size_t declared_keys_ = 0;  // live keys its header declared
   std::vector<std::uint32_t> free_sorted_;
   std::size_t free_pos_ = 0;

@@ -54,7 +54,6 @@ tenant_index::tenant_index(std::string name, index_options options)
     : name_(std::move(name)), reserved_(name_ == reserved_tenant), options_(options) {
   if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
   policy_.eviction_ttl = options_.default_ttl;
-  slots_.assign(16, 0);
 }
 
 tenant_index::~tenant_index() {
@@ -179,30 +178,18 @@ std::optional<std::uint32_t> tenant_index::find_key_hashed(std::uint32_t part,
                                                                std::string_view bytes,
                                                                std::uint64_t h) const {
   std::size_t at = 0;
-  const std::uint32_t found =
-      probe_slots(h, [&](const key_record& k) { return key_equals(k, part, bytes); }, at);
+  const std::uint32_t found = table_.find(
+      h, [&](std::uint32_t r) { return key_equals(records_[r], part, bytes); }, at);
   if (found == npos) return std::nullopt;
   return found;
-}
-
-void tenant_index::grow_table() {
-  std::vector<std::uint32_t> next(slots_.size() * 2, 0);
-  const std::size_t mask = next.size() - 1;
-  for (std::uint32_t s : slots_) {
-    if (s == 0) continue;
-    std::size_t i = key_hash(records_[(s & slot_index_mask) - 1]) & mask;
-    while (next[i] != 0) i = (i + 1) & mask;
-    next[i] = s;
-  }
-  slots_.swap(next);
 }
 
 std::uint32_t tenant_index::find_or_create_key(std::uint32_t part, std::string_view bytes,
                                                    bool& created) {
   const std::uint64_t h = key_hash(part, bytes);
-  std::size_t i = 0;
-  const std::uint32_t found =
-      probe_slots(h, [&](const key_record& k) { return key_equals(k, part, bytes); }, i);
+  std::size_t at = 0;
+  const std::uint32_t found = table_.find(
+      h, [&](std::uint32_t r) { return key_equals(records_[r], part, bytes); }, at);
   if (found != npos) {
     created = false;
     return found;
@@ -235,32 +222,14 @@ std::uint32_t tenant_index::find_or_create_key(std::uint32_t part, std::string_v
     idx = static_cast<std::uint32_t>(records_.size());
     records_.push_back(rec);
   }
-  if (idx + 1 > slot_index_mask) std::abort();  // > 64 M keys in one tenant
-  slots_[i] = slot_tag_of(h) | (idx + 1);
+  table_.insert_at(at, h, idx);  // aborts past 64 M keys in one tenant
   ++keys_;
   ++keys_by_model_[parts_[part].model];
   // Keep the load factor at or below 7/8.
-  if (static_cast<std::size_t>(keys_) * 8 > slots_.size() * 7) grow_table();
-  return idx;
-}
-
-void tenant_index::erase_slot(std::uint32_t key) {
-  const std::size_t mask = slots_.size() - 1;
-  std::size_t i = key_hash(records_[key]) & mask;
-  while ((slots_[i] & slot_index_mask) != key + 1) i = (i + 1) & mask;
-  // Backward-shift deletion keeps linear probing tombstone-free.
-  std::size_t j = i;
-  for (;;) {
-    j = (j + 1) & mask;
-    if (slots_[j] == 0) break;
-    const std::size_t home = key_hash(records_[(slots_[j] & slot_index_mask) - 1]) & mask;
-    const bool movable = (j > i) ? (home <= i || home > j) : (home <= i && home > j);
-    if (movable) {
-      slots_[i] = slots_[j];
-      i = j;
-    }
+  if (table_.over_load()) {
+    table_.rehash(table_.slot_count() * 2, [this](std::uint32_t r) { return record_hash(r); });
   }
-  slots_[i] = 0;
+  return idx;
 }
 
 // ------------------------------------------------------------------------------- entries
@@ -398,7 +367,7 @@ void tenant_index::remove_entry(std::uint32_t kidx, std::uint32_t pos, change_ca
   if (sit != serving.end() && --sit->second == 0) serving.erase(sit);
 
   if (size_of(k) == 0) {
-    erase_slot(kidx);
+    table_.erase(kidx, [this](std::uint32_t r) { return record_hash(r); });
     if (k.part & long_flag) {
       long_hashes_[k.hash].clear();
       long_hashes_[k.hash].shrink_to_fit();

@@ -21,7 +21,7 @@
 // target); see index/README.md.
 //
 // Layout (see index/README.md): keys live in a chunked slab of 32-byte `key_record`s
-// addressed by a linear-probing table of 4-byte tagged slots; a key's replica entries
+// addressed by a `key_table` (linear probing over 4-byte tagged slots); a key's replica entries
 // (20 bytes each) sit inline when there is one and in one heap array otherwise. Names are interned
 // to dense ids per tenant. 8-byte prefix hashes are stored inline as big-endian integers; other
 // lengths go to a side table.
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "index/index_types.hpp"
+#include "index/key_table.hpp"
 #include "index/types.hpp"
 #include "policy/resolved_policy.hpp"
 
@@ -427,12 +428,8 @@ class tenant_index {
   std::optional<std::uint32_t> find_key(std::uint32_t part, std::string_view bytes) const;
   std::optional<std::uint32_t> find_key_hashed(std::uint32_t part, std::string_view bytes,
                                                std::uint64_t h) const;
-  /// The key table's one probe loop (linear probing from `h`'s home slot): returns the
-  /// record index of the first slot whose tag matches `h` and whose record `same` accepts,
-  /// or `npos` at the empty slot that ends the probe. `at` is left on that slot (where an
-  /// insert of the key goes). Defined in partition_detail.hpp (inlined on the chain walk).
-  template <class Same>
-  std::uint32_t probe_slots(std::uint64_t h, Same same, std::size_t& at) const;
+  /// Returns the key hash of record `key` (the `hash_of` of `table_`).
+  std::uint64_t record_hash(std::uint32_t key) const { return key_hash(records_[key]); }
   /// Prefetches a key's holder list (last_seen and replica|tier arrays) into L1, or into
   /// L2 when `to_l2`.
   void prefetch_entries(const key_record& k, bool to_l2 = false) const;
@@ -446,13 +443,11 @@ class tenant_index {
   /// Returns each name id's rank in byte-wise name order (cached until a name is added).
   const std::vector<std::uint32_t>& name_ranks() const;
   std::uint32_t find_or_create_key(std::uint32_t part, std::string_view bytes, bool& created);
-  void grow_table();
-  void erase_slot(std::uint32_t key);
   /// Returns the position of `replica` in `k`, or `npos`.
   static std::uint32_t find_replica(const key_record& k, std::uint32_t replica);
   /// Appends a zeroed entry for `replica`; returns its position.
   static std::uint32_t add_replica(key_record& k, std::uint32_t replica);
-  static constexpr std::uint32_t npos = 0xFFFFFFFFu;
+  static constexpr std::uint32_t npos = key_table::npos;
   void upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
               std::uint8_t tier, micros ts, std::uint32_t replica, change_log* changes,
               ingest_result& result);
@@ -486,7 +481,7 @@ class tenant_index {
 
   chunked_vector<key_record> records_;
   std::vector<std::uint32_t> free_records_;
-  std::vector<std::uint32_t> slots_;
+  key_table table_;  ///< key hash -> record index
   std::vector<std::string> long_hashes_;
   std::vector<std::uint32_t> free_long_;
   std::int64_t keys_ = 0;

@@ -75,7 +75,6 @@ std::size_t tenant_index::resolve_chain_keys(const index_lookup_request& q, std:
   const std::size_t n = q.chain_hashes.size();
   // The walk is bound by memory latency: resolve every block's key up front in three
   // passes (slot, record, key) so the cache misses of different blocks overlap.
-  const std::size_t mask = slots_.size() - 1;
   // 8-byte hashes (the fingerprint size) are resolved inline: `be_buf` holds the
   // big-endian value the record stores (`key_hash`/`find_key_hashed`, inlined).
   tls.hash_buf.resize(n);
@@ -92,11 +91,11 @@ std::size_t tenant_index::resolve_chain_keys(const index_lookup_request& q, std:
       h = key_hash(part, b);
     }
     tls.hash_buf[j] = h;
-    __builtin_prefetch(&slots_[h & mask]);
+    table_.prefetch(h);
   }
   for (std::size_t j = 0; j < n; ++j) {
-    const std::uint32_t sl = slots_[tls.hash_buf[j] & mask];
-    if (sl != 0) __builtin_prefetch(&records_[(sl & slot_index_mask) - 1]);
+    const std::uint32_t r = table_.home_record(tls.hash_buf[j]);
+    if (r != npos) __builtin_prefetch(&records_[r]);
   }
   std::size_t resolved = 0;
   for (; resolved < n; ++resolved) {
@@ -106,9 +105,10 @@ std::size_t tenant_index::resolve_chain_keys(const index_lookup_request& q, std:
       const std::uint64_t be = tls.be_buf[resolved];
       const std::uint32_t pid = part;
       std::size_t at = 0;
-      found = probe_slots(
+      found = table_.find(
           tls.hash_buf[resolved],
-          [pid, be](const key_record& k) {
+          [this, pid, be](std::uint32_t r) {
+            const key_record& k = records_[r];
             return (k.part & (key_part_mask | long_flag)) == pid && k.hash == be;
           },
           at);

@@ -237,7 +237,7 @@ void tenant_index::memory(memory_breakdown& m) const {
     const key_record& k = records_[ki];
     if (!is_free(k) && on_heap(k)) m.replica_arrays += static_cast<std::size_t>(k.tc) * 20 + 16;
   }
-  m.hash_slots += slots_.capacity() * sizeof(std::uint32_t);
+  m.hash_slots += table_.memory_bytes();
   for (const auto& [bk, b] : cap_order_) {
     m.order_refs += b.refs.capacity() * 8 + b.candidates.capacity() * 8 + 96;
   }

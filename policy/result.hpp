@@ -1,12 +1,15 @@
-// A value-or-error return type for the policy component (a minimal `expected`).
-//
-// Every fallible function in `policy/` returns `result<T>`: either the value, or an `error`
-// whose message is one line fit for an HTTP 400 body or a startup "exit 2" line. No
-// exception escapes the component's API.
+// The status vocabulary of the plain components (policy/, admin_json/, tokenizer/, ...): a
+// minimal `expected`. A fallible function returns `result<T>` (the value, or an `error`), or
+// `status` when it has no value (success, or an `error`); the message is one line fit for an
+// HTTP 400 body or a startup "exit 2" line. Both are [[nodiscard]]: a dropped error does not
+// compile silently. No exception escapes a component's API. Fail-open outcomes (NO_HINT,
+// TIMEOUT, a probe stage that failed) are domain values, never errors.
 //
 //   auto d = ic::policy::parse_duration("90s");
 //   if (!d) { std::cerr << d.error() << '\n'; return 2; }
 //   use(*d);
+//
+//   status load_model(const json& m) { if (bad) return error{"model.type is not BPE"}; return {}; }
 #pragma once
 
 #include <cassert>
@@ -53,6 +56,29 @@ class [[nodiscard]] result {
 
  private:
   std::variant<T, ::ic::policy::error> v_;
+};
+
+/// Success (default-constructed) or an `error`; test with `ok()` / `operator bool`.
+class [[nodiscard]] status {
+ public:
+  /// Success.
+  status() = default;
+  /// Wraps an error.
+  status(::ic::policy::error e) : failed_(true), message_(std::move(e.message)) {}  // NOLINT
+
+  /// Returns true on success.
+  bool ok() const noexcept { return !failed_; }
+  explicit operator bool() const noexcept { return ok(); }
+
+  /// Returns the error message; precondition: `!ok()`.
+  const std::string& error() const {
+    assert(!ok());
+    return message_;
+  }
+
+ private:
+  bool failed_ = false;
+  std::string message_;
 };
 
 }  // namespace ic::policy

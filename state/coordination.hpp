@@ -1,15 +1,28 @@
-// The coordinator's decisions as plain values, so they have synchronous tests: the dispatch
-// phases, the headroom rule that decides whether an update may apply concurrently, and the
-// snapshot schedule (when one is due, the back-off after a failure). The coordinator actor
-// (actors/coordinator.cpp) holds one of each and only executes what they decide.
+// The coordinator's decisions as plain classes, so they have synchronous tests: the phase
+// machine that says what to do with the front of the dispatch queue (`dispatch_machine`,
+// with the headroom rule `must_apply_alone`), the §4.6 cap merge run by messages after an
+// exclusive update (`cap_merge`), and the snapshot schedule (`snapshot_schedule`). The
+// coordinator actor (actors/coordinator.cpp) holds one of each and only executes what they
+// decide: it sends the messages and feeds the replies back.
 //
-//   if (must_apply_alone(cap, pending_growth, nonreserved, growth)) { /* drain, exclusive */ }
-//   if (schedule.due(fresh_records, steady::now())) queue_snapshot();
+//   switch (machine.next(front_item, jobs_queued, drained_now, pending_growth, nonreserved)) {
+//     case dispatch_action::dispatch: /* send the front item */ break;
+//     case dispatch_action::dispatch_alone: /* send it; cap merge on its reply */ return;
+//     ...
+//   }
+//   if (schedule.due(fresh_records, clock.now())) queue_snapshot();
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "index/index_types.hpp"
 
 namespace ic::state {
 
@@ -37,6 +50,104 @@ inline bool must_apply_alone(std::int64_t cap, std::int64_t pending_growth,
                              std::int64_t nonreserved, std::int64_t growth) {
   return cap > 0 && pending_growth + nonreserved + growth > cap;
 }
+
+/// What the front of the dispatch queue is (all the phase machine needs to know of it).
+struct dispatch_item {
+  enum class kind {
+    update,  ///< a cache_state_update (may grow the index by `growth` entries)
+    event,   ///< a cache_event
+    policy,  ///< a policy record (applied by the policy actor, alone)
+    sweep,   ///< a journaled TTL sweep (sent to every tenant)
+    probe,   ///< a /probe call under the reserved tenant
+  };
+  kind what = kind::update;
+  /// For an update: the most entries it can add (`max_growth`; 0 for the reserved tenant).
+  std::int64_t growth = 0;
+};
+
+/// What the coordinator does next (`dispatch_machine::next`).
+enum class dispatch_action {
+  idle,            ///< nothing to do (queue empty, or not running): stop pumping
+  wait_drained,    ///< phase is now `draining`: stop until everything in flight is applied
+  start_job,       ///< phase is now `quiet`: hold every tenant's credits, run the front job
+  dispatch,        ///< send the front item concurrently (reserve its growth) and go on
+  dispatch_alone,  ///< phase is now `exclusive`: send the front update alone, then cap merge
+  apply_policy,    ///< phase is now `policy`: hand the front policy record to the policy actor
+};
+
+/// The coordinator's phase machine. Dispatch runs in journal order while `running`; an
+/// update that the headroom rule says must apply alone, a policy record and a queued
+/// quiescent job (snapshot, frozen read) first drain everything in flight, then enter their
+/// own phase, which ends with `finished()`. Not thread-safe (the coordinator actor's state).
+class dispatch_machine {
+ public:
+  /// `cap`: the global entry cap (§4.6; <= 0 unbounded).
+  explicit dispatch_machine(std::int64_t cap = 0) : cap_(cap) {}
+
+  /// Returns the current phase.
+  dispatch_phase phase() const { return phase_; }
+
+  /// Decides what to do with the front of the queue (`front`: nullopt when it is empty) and
+  /// moves to the phase the action names. `jobs_queued`: a quiescent job waits (it goes
+  /// before the queue); `drained()`: returns true when nothing dispatched is in flight
+  /// (called only when the action depends on it: asking may arm a drained notice);
+  /// `pending_growth`: growth reserved by updates in flight; `nonreserved`: the non-reserved
+  /// entries now. Outside `running` it returns `idle` and changes nothing.
+  dispatch_action next(const std::optional<dispatch_item>& front, bool jobs_queued,
+                       const std::function<bool()>& drained, std::int64_t pending_growth,
+                       std::int64_t nonreserved);
+  /// Everything in flight was applied: returns true (and runs again) when the machine was
+  /// `draining`, false otherwise (a late or repeated notice changes nothing).
+  bool drained();
+  /// The exclusive update (with its cap merge), the policy change or the quiescent job ended:
+  /// back to `running`.
+  void finished() { phase_ = dispatch_phase::running; }
+
+ private:
+  dispatch_action enter(dispatch_phase p, dispatch_action a) {
+    phase_ = p;
+    return a;
+  }
+
+  std::int64_t cap_;
+  dispatch_phase phase_ = dispatch_phase::running;
+};
+
+/// The §4.6 cap merge over tenant actors, by messages (the same `index::pick_cap_step` that
+/// `enforce_cap` runs on replay): collect every non-reserved tenant's next victim, then, while
+/// the cap is exceeded, order the tenant whose victim is first to evict while its victims stay
+/// before every other tenant's, and take its next victim from the reply.
+///
+///   merge.start(names);                 // ask each for its cap_victim()
+///   if (merge.on_head(name, head)) ...  // all arrived:
+///   while (auto o = merge.next(excess)) { /* evict_cap(o->bound, excess) at o->tenant */
+///     if (!merge.on_evicted(o->tenant, evicted, next_head)) break; }
+class cap_merge {
+ public:
+  /// One eviction order: `tenant` evicts while its next victim sorts before `bound`.
+  struct order {
+    std::string tenant;
+    std::optional<index::cap_head> bound;
+  };
+
+  /// Starts a merge over `tenants` (the reserved tenant excluded by the caller); returns
+  /// false when there is no tenant (nothing to merge).
+  bool start(const std::vector<std::string>& tenants);
+  /// Records `tenant`'s next victim (nullopt: none); returns true when it was the last head
+  /// the merge waited for.
+  bool on_head(const std::string& tenant, std::optional<index::cap_head> head);
+  /// Returns the next eviction order while `excess` > 0 and some tenant has a victim, else
+  /// nullopt (the merge is done).
+  std::optional<order> next(std::int64_t excess) const;
+  /// `tenant` evicted `evicted` entries and its next victim is now `head`; returns false when
+  /// it evicted nothing (the merge stops rather than loop).
+  bool on_evicted(const std::string& tenant, std::int64_t evicted,
+                  std::optional<index::cap_head> head);
+
+ private:
+  std::map<std::string, std::optional<index::cap_head>> heads_;  // by name: a stable order
+  std::size_t pending_ = 0;
+};
 
 /// When snapshots are taken: every `interval` (0 = never by time) or `every_records` applied
 /// records (0 = never by count), whichever comes first, and only when anything new was

@@ -223,7 +223,7 @@ struct bpe_tokenizer::impl {
 
   /// Splits `text` on `m`'s tokens; gaps go to `gap`, matches to `out`.
   template <class Gap>
-  result<bool> split_added(std::string_view text, const added_matcher& m, sink& out,
+  status split_added(std::string_view text, const added_matcher& m, sink& out,
                            Gap&& gap) const {
     if (m.empty) return gap(text);
     std::size_t gap_start = 0, i = 0;
@@ -264,7 +264,7 @@ struct bpe_tokenizer::impl {
       gap_start = i = e;
     }
     if (gap_start < text.size()) return gap(text.substr(gap_start));
-    return true;
+    return {};
   }
 
   /// Applies the normalizers to `text` (valid UTF-8).
@@ -291,7 +291,7 @@ struct bpe_tokenizer::impl {
   }
 
   /// Runs split step `level` and the ones after it on `piece`, then BPE on each result.
-  result<bool> pre_tokenize(std::string_view piece, std::size_t level, sink& out) const {
+  status pre_tokenize(std::string_view piece, std::size_t level, sink& out) const {
     if (level == splits.size()) return bpe(piece, out);
     std::size_t pos = 0, from = 0;
     int err = 0;
@@ -312,12 +312,12 @@ struct bpe_tokenizer::impl {
       pos = from = e;
     }
     if (pos < piece.size()) return pre_tokenize(piece.substr(pos), level + 1, out);
-    return true;
+    return {};
   }
 
   /// Runs the BPE model on one pre-tokenized piece.
-  result<bool> bpe(std::string_view piece, sink& out) const {
-    if (piece.empty()) return true;
+  status bpe(std::string_view piece, sink& out) const {
+    if (piece.empty()) return {};
     thread_local std::string mapped;
     thread_local std::vector<std::uint32_t> syms;
     std::string_view word = piece;
@@ -330,7 +330,7 @@ struct bpe_tokenizer::impl {
       auto it = vocab.find(av(word));
       if (it != vocab.end()) {
         out.push_back(it->second);
-        return true;
+        return {};
       }
     }
     syms.clear();
@@ -363,7 +363,7 @@ struct bpe_tokenizer::impl {
     if (syms.size() <= 48) merge_short(syms);
     else merge_long(syms);
     out.insert(out.end(), syms.begin(), syms.end());
-    return true;
+    return {};
   }
 
   /// Finds the merge of (a, b), or nullptr.
@@ -447,24 +447,24 @@ const json* field(const json& j, const char* key) {
   return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
-result<bool> load_normalizer(const json& n, bpe_tokenizer::impl& t) {
+status load_normalizer(const json& n, bpe_tokenizer::impl& t) {
   const std::string type = n.value("type", "");
   if (type == "Sequence") {
     for (const auto& sub : n.at("normalizers")) {
       auto r = load_normalizer(sub, t);
       if (!r) return r;
     }
-    return true;
+    return {};
   }
   if (type == "NFC") t.normalizers.push_back(norm_form::nfc);
   else if (type == "NFD") t.normalizers.push_back(norm_form::nfd);
   else if (type == "NFKC") t.normalizers.push_back(norm_form::nfkc);
   else if (type == "NFKD") t.normalizers.push_back(norm_form::nfkd);
   else return error{"normalizer.type \"" + type + "\" is not supported"};
-  return true;
+  return {};
 }
 
-result<bool> load_pre_tokenizer(const json& p, bpe_tokenizer::impl& t) {
+status load_pre_tokenizer(const json& p, bpe_tokenizer::impl& t) {
   const std::string type = p.value("type", "");
   if (t.byte_level) return error{"pre_tokenizer steps after ByteLevel are not supported"};
   if (type == "Sequence") {
@@ -472,7 +472,7 @@ result<bool> load_pre_tokenizer(const json& p, bpe_tokenizer::impl& t) {
       auto r = load_pre_tokenizer(sub, t);
       if (!r) return r;
     }
-    return true;
+    return {};
   }
   if (type == "Split") {
     if (p.value("behavior", "") != "Isolated")
@@ -483,7 +483,7 @@ result<bool> load_pre_tokenizer(const json& p, bpe_tokenizer::impl& t) {
     auto re = regex::compile(pat.at(literal ? "String" : "Regex").get<std::string>(), literal);
     if (!re) return error{re.error()};
     t.splits.push_back(std::move(*re));
-    return true;
+    return {};
   }
   if (type == "ByteLevel") {
     if (p.value("add_prefix_space", false))
@@ -494,12 +494,12 @@ result<bool> load_pre_tokenizer(const json& p, bpe_tokenizer::impl& t) {
       t.splits.push_back(std::move(*re));
     }
     t.byte_level = true;
-    return true;
+    return {};
   }
   return error{"pre_tokenizer.type \"" + type + "\" is not supported"};
 }
 
-result<bool> load_model(const json& m, bpe_tokenizer::impl& t) {
+status load_model(const json& m, bpe_tokenizer::impl& t) {
   const std::string type = m.value("type", "BPE");
   if (type != "BPE") return error{"model.type \"" + type + "\" is not supported"};
   if (const auto* d = field(m, "dropout"); d && d->get<double>() != 0.0)
@@ -540,7 +540,7 @@ result<bool> load_model(const json& m, bpe_tokenizer::impl& t) {
     t.merges.try_emplace(pair_key(ia->second, ib->second), merge_info{rank, im->second});
     ++rank;
   }
-  return true;
+  return {};
 }
 
 }  // namespace
@@ -613,7 +613,7 @@ result<std::vector<std::uint32_t>> bpe_tokenizer::encode(std::string_view text) 
   std::vector<std::uint32_t> out;
   out.reserve(text.size() / 3 + 8);
   const impl& t = *impl_;
-  auto r = t.split_added(text, t.raw_tokens, out, [&](std::string_view gap) -> result<bool> {
+  auto r = t.split_added(text, t.raw_tokens, out, [&](std::string_view gap) -> status {
     if (t.normalizers.empty()) return t.pre_tokenize(gap, 0, out);
     const std::string norm = t.normalize(gap);
     return t.split_added(norm, t.normalized_tokens, out, [&](std::string_view g) {

@@ -30,6 +30,7 @@ namespace ic::tokenizer {
 
 using ::ic::policy::error;
 using ::ic::policy::result;
+using ::ic::policy::status;
 
 /// One entry of `added_tokens[]`.
 struct added_token {
