@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, frames. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -67,7 +67,21 @@ struct options {
   int cycles = 5;                        ///< SIGKILLs; default 5
   bool stream_shape_given = false;       ///< --messages-per-stream or --chains-per-message set
   std::string kill_after_max = "500ms";  ///< latest kill moment after ingest starts
+  // frames
+  std::string out_dir;                   ///< where the gRPC-framed request bodies go
 };
+
+/// Returns `m` as one gRPC message frame: flag 0 (uncompressed), 4-byte big-endian length,
+/// the serialised message (what an HTTP/2 client such as h2load sends as the request body).
+std::string grpc_frame(const google::protobuf::MessageLite& m) {
+  const std::string body = m.SerializeAsString();
+  const auto n = static_cast<std::uint32_t>(body.size());
+  std::string out;
+  out.reserve(5 + body.size());
+  out.push_back('\0');
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+  return out + body;
+}
 
 double to_seconds_or(const std::string& text, double fallback) {
   std::string err;
@@ -156,6 +170,7 @@ class bench_run {
     else if (o_.mode == "fill") rc = run_fill_mode();
     else if (o_.mode == "recovery") rc = run_recovery();
     else if (o_.mode == "killloop") rc = run_killloop_mode();
+    else if (o_.mode == "frames") rc = run_frames_mode();
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -458,6 +473,44 @@ class bench_run {
     return kExitOk;
   }
 
+  /// Writes the request bodies of an independent HTTP/2 load generator (h2load): one
+  /// Health/Check and one whole-chain LookupRoute of a chain the (pre)filled index holds,
+  /// checked once over gRPC so a run never measures a miss by accident.
+  int run_frames_mode() {
+    const std::uint64_t chains = prefill();
+    if (prefill_failed_) return fail_line("prefill failed: " + prefill_error_);
+    if (chains == 0) return fail_line("--entries must be positive");
+    const std::uint64_t chain = mix64(o_.shape.seed * 7919) % chains;
+    v1::LookupRouteRequest lookup;
+    whole_chain_lookup(w_, chain, &lookup);
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"health_check.bin", grpc_frame(grpc::health::v1::HealthCheckRequest{})},
+        {"lookup_route.bin", grpc_frame(lookup)}};
+    std::filesystem::create_directories(o_.out_dir);
+    for (const auto& [name, bytes] : files) {
+      std::ofstream out(o_.out_dir + "/" + name, std::ios::binary);
+      out << bytes;
+      if (!out) return fail_line("cannot write " + o_.out_dir + "/" + name);
+    }
+    auto stub = v1::InferenceCache::NewStub(channels_.front());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    v1::LookupRouteResponse resp;
+    const grpc::Status st = stub->LookupRoute(&ctx, lookup, &resp);
+    if (!st.ok()) return fail_line("LookupRoute of the framed request failed: " + st.error_message());
+    if (resp.reason_code() != "PREFIX_MATCH")
+      return fail_line("the framed LookupRoute answers " + resp.reason_code() +
+                       ", not PREFIX_MATCH: is the index filled with this shape?");
+    result_["frames"] = {{"out_dir", o_.out_dir}, {"chain", chain},
+                         {"lookup_bytes", files[1].second.size()},
+                         {"reason_code", resp.reason_code()},
+                         {"replica_scores", resp.replica_scores_size()}};
+    std::cout << "wrote " << o_.out_dir << "/{health_check,lookup_route}.bin; chain " << chain
+              << " answers " << resp.reason_code() << " with " << resp.replica_scores_size()
+              << " replica scores\n";
+    return kExitOk;
+  }
+
   int fail_line(const std::string& msg) {
     std::cerr << "inferencecache-bench " << o_.mode << ": " << msg << "\n";
     result_["error"] = msg;
@@ -537,6 +590,11 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   kl->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
+
+  auto* frames = app.add_subcommand(
+      "frames", "Write gRPC-framed Health/Check and LookupRoute bodies for h2load (prefills)");
+  frames->add_option("--out-dir", o.out_dir, "Directory for health_check.bin and lookup_route.bin")
+      ->required();
 
   if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
