@@ -19,6 +19,7 @@ deadline_timer::~deadline_timer() {
 }
 
 void deadline_timer::schedule(std::shared_ptr<expiring> call) {
+  call->armed.store(true, std::memory_order_relaxed);
   bool earliest;
   {
     std::lock_guard<std::mutex> g(mu_);

@@ -30,6 +30,8 @@ class expiring {
   /// True once answered by someone else (the timer may forget it early).
   virtual bool settled() const = 0;
   std::chrono::steady_clock::time_point deadline{};
+  /// Set by `deadline_timer::schedule` (a call answered before it was armed never is).
+  std::atomic<bool> armed{false};
 };
 
 class deadline_timer {
@@ -41,10 +43,12 @@ class deadline_timer {
 
   /// Calls `call->expire()` at `call->deadline`.
   void schedule(std::shared_ptr<expiring> call);
-  /// Tells the timer that a scheduled call was answered early; when most of the heap is
-  /// answered calls, the next `schedule` drops them (so calls with long deadlines do not
-  /// pile up at high rates).
-  void note_settled() { settled_.fetch_add(1, std::memory_order_relaxed); }
+  /// Tells the timer that `call` was answered early; when most of the heap is answered
+  /// calls, the next `schedule` drops them (so calls with long deadlines do not pile up at
+  /// high rates). A call that was never scheduled is not counted.
+  void note_settled(const expiring& call) {
+    if (call.armed.load(std::memory_order_relaxed)) settled_.fetch_add(1, std::memory_order_relaxed);
+  }
 
  private:
   struct later {

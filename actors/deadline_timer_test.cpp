@@ -53,7 +53,7 @@ TEST(DeadlineTimer, AnsweredCallsAreDroppedWhenTheyDominateTheHeap) {
     c->deadline = std::chrono::steady_clock::now() + 1h;
     timer.schedule(c);
     c->answered = true;
-    timer.note_settled();
+    timer.note_settled(*c);
     answered.push_back(c);
   }
   // The next schedule compacts: the answered calls are released long before their deadline.

@@ -31,10 +31,13 @@ void ask_from_gateway(caf::actor_system& sys, const Handle& dest, Ts&&... xs) {
                  gateway_unit_of(sys));
 }
 
-/// Asks a tenant actor with a deadline. The timer is armed first. `run_here` lets an idle
-/// actor answer on this thread (gateway_unit); gRPC sends an answer given inside the handler
-/// only when the handler returns, so only asks whose decision is certain to be short may
-/// run here — a long one would hold its own answer past the deadline.
+/// Asks a tenant actor with a deadline. `run_here` lets an idle actor answer on this thread
+/// (gateway_unit); gRPC sends an answer given inside the handler only when the handler
+/// returns, so only asks whose decision is certain to be short may run here — a long one
+/// would hold its own answer past the deadline. An ask answered right here (the actor was
+/// idle) never meets the timer; any other is armed once the message is queued (a call
+/// claimed meanwhile is skipped by the timer, and one whose deadline already passed expires
+/// at once), and the actor checks the deadline itself before and during its decision.
 template <class Call, class Atom, class Question, class Done>
 void ask_tenant(caf::actor_system& sys, deadline_timer& timer, const tenant_actor& actor, Atom atom,
                 std::chrono::steady_clock::time_point deadline, Question question, Done done,
@@ -43,12 +46,13 @@ void ask_tenant(caf::actor_system& sys, deadline_timer& timer, const tenant_acto
   call->deadline = deadline;
   call->question = std::move(question);
   call->done = std::move(done);
-  timer.schedule(call);
-  if (run_here) {
-    ask_from_gateway(sys, actor, atom, std::move(call));
-  } else {
+  if (!run_here) {
+    timer.schedule(call);
     caf::anon_send(actor, atom, std::move(call));
+    return;
   }
+  ask_from_gateway(sys, actor, atom, call);
+  if (!call->claimed.load()) timer.schedule(std::move(call));
 }
 
 /// Lookups small enough to decide on the gateway thread (well under a millisecond: a

@@ -165,7 +165,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (!call->claim()) return;  // TIMEOUT was delivered: no LFU credit
         // The timer keeps the call until its deadline: keep only the shell there.
         call->question = {};
-        s.sh->timer->note_settled();
+        s.sh->timer->note_settled(*call);
         std::exchange(call->done, nullptr)(std::move(out.response));
         give_credit(s, out.credit);
       },
@@ -185,7 +185,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->question);
         if (!call->claim()) return;
-        self->state.sh->timer->note_settled();
+        self->state.sh->timer->note_settled(*call);
         std::exchange(call->done, nullptr)(std::move(view));
       },
       [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },

@@ -367,6 +367,7 @@ inference_cache_service::inference_cache_service(
       metrics_source_(std::move(metrics_source)),
       options_(options),
       streams_(std::make_shared<stream_registry>()) {
+  SetMessageAllocatorFor_LookupRoute(&lookup_messages_);
   ticker_ = std::thread([this] { metrics_ticker(); });
 }
 

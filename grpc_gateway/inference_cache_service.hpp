@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "actors/runtime.hpp"
+#include "grpc_gateway/lookup_messages.hpp"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tokenizer/tokenize_service.hpp"
 
@@ -146,6 +147,8 @@ class inference_cache_service final
   std::function<std::vector<metric_sample>()> metrics_source_;
   service_options options_;
   std::shared_ptr<stream_registry> streams_;
+  /// LookupRoute's request and response live on pooled arenas (lookup_messages.hpp).
+  lookup_message_pool lookup_messages_;
   std::mutex ticker_mu_;
   std::condition_variable ticker_cv_;
   bool ticker_stop_ = false;

@@ -183,17 +183,16 @@ route_plan plan_route(const lookup_route_request& r, const policy::resolved_poli
   q.model = r.model_id;
   q.hash_scheme = r.hash_scheme;
   q.adapter = r.adapter_id;
-  q.exact_key = in.exact_key;
+  q.exact_key = std::move(in.exact_key);
   q.exact_count = in.exact_count;
-  if (chain_on) {
-    q.chain_hashes = in.chain;
-    q.chain_counts = in.counts;
+  if (chain_on) {  // moved, not copied: the chain is read from here on (index, affinity seed)
+    q.chain_hashes = std::move(in.chain);
+    q.chain_counts = std::move(in.counts);
   }
   if (r.slo_target) {
     q.ttft_ms = r.slo_target->ttft_ms;
     q.tbt_ms = r.slo_target->tbt_ms;
   }
-  plan.resolved_chain = std::move(in.chain);
   return plan;
 }
 
@@ -236,8 +235,8 @@ route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
       ((r.block_hashes.empty() && r.block_token_counts.empty()) ||
        r.block_hashes.size() == r.block_token_counts.size())) {
     std::string seed;
-    if (!plan.resolved_chain.empty()) {
-      seed = chain_affinity_seed(plan.resolved_chain);
+    if (!plan.index_request.chain_hashes.empty()) {
+      seed = chain_affinity_seed(plan.index_request.chain_hashes);
     } else if (!plan.index_request.exact_key.empty()) {
       seed = plan.index_request.exact_key;
     }

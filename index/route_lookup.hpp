@@ -43,14 +43,13 @@ struct route_plan {
   /// Set when the answer is final without the index (reserved tenant, requireChain,
   /// fail-open, pre-lookup min-prefix gate).
   std::optional<lookup_route_response> early;
-  /// The index request (H8); its string views point into the caller's request.
+  /// The index request (H8); its string views point into the caller's request. Its chain is
+  /// the resolved chain (empty unless chain matching is on); affinity seeds from it.
   index_lookup_request index_request;
   /// effectivePrefixTokens (H7).
   std::int64_t effective_prefix_tokens = 0;
   /// Tokens produced from prompt_text (the request's `prompt_tokens`), echoed.
   std::vector<std::uint32_t> echo_tokens;
-  /// The resolved chain (before the chainOn strip); affinity seeds from it.
-  std::vector<std::string> resolved_chain;
   /// True when the caller should bound tokenisation by the default 5 s (H2).
   bool default_tokenize_bound = false;
 };

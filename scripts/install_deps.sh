@@ -13,6 +13,7 @@ packages=(
   libpcre2-dev libutf8proc-dev python3-jinja2 python3-xxhash
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev
   libnats-dev nats-server
+  nghttp2-client
   libmicrohttpd-dev
   clang-16 libclang-rt-16-dev libfuzzer-16-dev
 )

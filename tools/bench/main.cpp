@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak, frames. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -82,7 +82,21 @@ struct options {
   int warmup_minutes = 5;
   double max_rss_growth = 0.05;
   std::string markdown_file;
+  // frames
+  std::string out_dir;                   ///< where the gRPC-framed request bodies go
 };
+
+/// Returns `m` as one gRPC message frame: flag 0 (uncompressed), 4-byte big-endian length,
+/// the serialised message (what an HTTP/2 client such as h2load sends as the request body).
+std::string grpc_frame(const google::protobuf::MessageLite& m) {
+  const std::string body = m.SerializeAsString();
+  const auto n = static_cast<std::uint32_t>(body.size());
+  std::string out;
+  out.reserve(5 + body.size());
+  out.push_back('\0');
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((n >> shift) & 0xff));
+  return out + body;
+}
 
 double to_seconds_or(const std::string& text, double fallback) {
   std::string err;
@@ -172,6 +186,8 @@ class bench_run {
     else if (o_.mode == "recovery") rc = run_recovery();
     else if (o_.mode == "killloop") rc = run_killloop_mode();
     else if (o_.mode == "soak") rc = run_soak_mode();
+    else if (o_.mode == "frames") rc = run_frames_mode();
+>>>>>>> s4-lookup
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -474,6 +490,7 @@ class bench_run {
     return kExitOk;
   }
 
+<<<<<<< HEAD
   int run_soak_mode() {
     soak_options k;
     k.server_binary = o_.server_binary;
@@ -515,6 +532,45 @@ class bench_run {
       std::cout << "soak: RSS growth not applicable (the run is shorter than warm-up + 1 minute)\n";
     std::cout << "soak: " << (r.verdict.empty() ? "PASSED" : "FAILED: " + r.verdict) << "\n";
     if (!r.verdict.empty()) return fail_line(r.verdict);
+    return kExitOk;
+  }
+
+  /// Writes the request bodies of an independent HTTP/2 load generator (h2load): one
+  /// Health/Check and one whole-chain LookupRoute of a chain the (pre)filled index holds,
+  /// checked once over gRPC so a run never measures a miss by accident.
+  int run_frames_mode() {
+    const std::uint64_t chains = prefill();
+    if (prefill_failed_) return fail_line("prefill failed: " + prefill_error_);
+    if (chains == 0) return fail_line("--entries must be positive");
+    const std::uint64_t chain = mix64(o_.shape.seed * 7919) % chains;
+    v1::LookupRouteRequest lookup;
+    whole_chain_lookup(w_, chain, &lookup);
+    const std::vector<std::pair<std::string, std::string>> files = {
+        {"health_check.bin", grpc_frame(grpc::health::v1::HealthCheckRequest{})},
+        {"lookup_route.bin", grpc_frame(lookup)}};
+    std::filesystem::create_directories(o_.out_dir);
+    for (const auto& [name, bytes] : files) {
+      std::ofstream out(o_.out_dir + "/" + name, std::ios::binary);
+      out << bytes;
+      if (!out) return fail_line("cannot write " + o_.out_dir + "/" + name);
+    }
+    auto stub = v1::InferenceCache::NewStub(channels_.front());
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // valgrind too
+    v1::LookupRouteResponse resp;
+    const grpc::Status st = stub->LookupRoute(&ctx, lookup, &resp);
+    if (!st.ok()) return fail_line("LookupRoute of the framed request failed: " + st.error_message());
+    if (resp.reason_code() != "PREFIX_MATCH")
+      return fail_line("the framed LookupRoute answers " + resp.reason_code() +
+                       ", not PREFIX_MATCH: is the index filled with this shape?");
+    result_["frames"] = {{"out_dir", o_.out_dir}, {"chain", chain},
+                         {"lookup_bytes", files[1].second.size()},
+                         {"reason_code", resp.reason_code()},
+                         {"replica_scores", resp.replica_scores_size()}};
+    std::cout << "wrote " << o_.out_dir << "/{health_check,lookup_route}.bin; chain " << chain
+              << " answers " << resp.reason_code() << " with " << resp.replica_scores_size()
+              << " replica scores\n";
+>>>>>>> s4-lookup
     return kExitOk;
   }
 
@@ -598,6 +654,7 @@ int run(int argc, char** argv) {
   kl->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
 
+<<<<<<< HEAD
   auto* sk = app.add_subcommand(
       "soak", "Mixed workload with restarts and a full journal, checked against a model");
   sk->add_option("--server-binary", o.server_binary, "Path of inferencecache-server")->required();
@@ -624,6 +681,10 @@ int run(int argc, char** argv) {
   sk->add_option("--max-rss-growth", o.max_rss_growth, "Fail when RSS grows this much after warm-up")
       ->capture_default_str();
   sk->add_option("--markdown", o.markdown_file, "Also write the per-minute table as Markdown");
+  auto* frames = app.add_subcommand(
+      "frames", "Write gRPC-framed Health/Check and LookupRoute bodies for h2load (prefills)");
+  frames->add_option("--out-dir", o.out_dir, "Directory for health_check.bin and lookup_route.bin")
+      ->required();
 
   if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
