@@ -47,7 +47,7 @@ run_pass() {
   t0=$(date +%s)
   ctest --test-dir "$build" --output-on-failure -j"$jobs" --timeout 600 "$@" ${CTEST_ARGS:-} \
     >"$build/ctest.log" 2>&1 || rc=$?
-  tail -n 3 "$build/ctest.log" | sed "s/^/$name: /"
+  grep -E "tests passed|tests failed|Total Test time" "$build/ctest.log" | sed "s/^/$name: /"
   if compgen -G "$logs/*" >/dev/null; then
     echo "$name: sanitizer reports in $logs:"
     for f in "$logs"/*; do
