@@ -334,6 +334,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   for (std::int64_t n = 0; count < 0 || n < count; ++n) {
     p = s.find(from, p);
     if (p == std::string::npos) break;
+    if (to.size() > from.size()) check_size(s.size() + (to.size() - from.size()));
     s.replace(p, from.size(), to);
     p += to.size();
   }
