@@ -32,6 +32,7 @@ function(ic_test name)
   endif()
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
     PROPERTIES LABELS "${labels}")
+  set_property(GLOBAL APPEND PROPERTY IC_TESTS ${name})
 endfunction()
 
 # ic_benchmark(<name> SOURCES ... [DEPS ...]): a Google Benchmark program (not run by ctest).

@@ -1,5 +1,5 @@
 // Writes the binary seeds of fuzz/corpus/ (record codec, journal framing, snapshots, proto
-// translation) from the real encoders, so the committed seeds are valid inputs the fuzzers
+// translation, the subscriber's msgpack batches) from the real encoders, so the committed seeds are valid inputs the fuzzers
 // mutate from. The text seeds (JSON, durations, flags) are written by hand.
 //
 //   build-fuzz/fuzz/fuzz_make_seeds fuzz/corpus
@@ -13,6 +13,7 @@
 #include "index/snapshot_codec.hpp"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 #include "journal/format.hpp"
+#include "tools/kvevent_subscriber/fake_engine.hpp"
 
 namespace v1 = inferencecache::v1alpha1;
 namespace fmt = ic::journal::format;
@@ -135,5 +136,32 @@ int main(int argc, char** argv) {
   write("fuzz_translate", "lookup", std::string(1, '\0') + lookup_bytes);
   write("fuzz_translate", "update", std::string(1, '\1') + update);
   write("fuzz_translate", "event", std::string(1, '\2') + event_bytes);
+
+  // fuzz_kvevent_batch: knobs byte (bit 0 SGLang, 1 routing block 32, 2 LoRA name as
+  // adapter, 3 keep extra keys), then one msgpack KVEventBatch (msgpack-cxx, fake_engine).
+  {
+    using namespace ic::kvevent::fake;
+    write("fuzz_kvevent_batch", "vllm_positional",
+          std::string(1, '\0') + encode(batch(1000.0, {stored({0xE000, 0xE001}, nil(), tokens(0, 32), 16),
+                                                       removed({0xE000}), cleared()})));
+    write("fuzz_kvevent_batch", "vllm_lora_extra",
+          std::string(1, '\x0e') +
+              encode(batch(1000.5, {stored({1, 2}, mv(7), tokens(0, 32), 16, mv(1),
+                                          {mv("GPU"), mv("lora-a"), arr({nil(), arr({mv("salt")})}), mv(0)}),
+                                   removed({1}, {mv("GPU"), mv(0)})})));
+    write("fuzz_kvevent_batch", "sglang_metadata",
+          std::string(1, '\x01') +
+              encode(batch(2.0, {arr({mv("BlockStored"), hashes({1}), nil(), tokens(0, 16), mv(16), nil(),
+                                      mv("GPU"), map({{"cache_salt", "s"}})})},
+                           nil())));
+    write("fuzz_kvevent_batch", "map_envelope",
+          std::string(1, '\x02') +
+              encode(map({{"ts", mv(3.0)},
+                          {"events", arr({map({{"type", "BlockStored"}, {"block_hashes", hashes({3, 4})},
+                                               {"block_size", 16}, {"token_ids", tokens(0, 32)},
+                                               {"medium", "CPU"}}),
+                                          map({{"type", "BlockRemoved"}, {"block_hashes", hashes({3})}})})},
+                          {"data_parallel_rank", mv(0)}})));
+  }
   return 0;
 }

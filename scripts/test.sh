@@ -2,7 +2,9 @@
 # Installs what is missing, builds everything once, runs every libFuzzer target for a short
 # budget (scripts/fuzz.sh, clang-16 + ASan/UBSan in build-fuzz/; FUZZ_SECONDS, default 5 s per
 # target), then every test with ctest (unit tests in parallel; integration tests start the real
-# server on free loopback ports).
+# server on free loopback ports), then the sanitizer pass (scripts/sanitize.sh: every test
+# under ASan+UBSan in build-asan/, the `tsan` subset under TSan in build-tsan/;
+# SANITIZE="asan tsan" by default, SANITIZE=none skips it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -15,4 +17,9 @@ echo "build: $((built - start)) s"
 fuzzed=$(date +%s)
 echo "fuzz: $((fuzzed - built)) s"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300
-echo "tests: $(( $(date +%s) - fuzzed )) s"
+tested=$(date +%s)
+echo "tests: $((tested - fuzzed)) s"
+if [ "${SANITIZE:-asan tsan}" != none ]; then
+  "$root/scripts/sanitize.sh" "${SANITIZE:-asan tsan}"
+  echo "sanitizers: $(( $(date +%s) - tested )) s"
+fi

@@ -39,9 +39,10 @@ class renderer {
 
   flow run(const body& b, std::string& out) {
     for (const auto& n : b) {
+      step();
       switch (n->k) {
-        case node::text: out += n->text_value; break;
-        case node::output: out += to_str(eval(*n->e)); break;
+        case node::text: out += n->text_value; check_size(out.size()); break;
+        case node::output: out += to_str(eval(*n->e)); check_size(out.size()); break;
         case node::if_:
           for (const auto& [cond, inner] : n->branches)
             if (!cond || truthy(eval(*cond))) {
@@ -106,6 +107,7 @@ class renderer {
     if (n.loop_filter) {
       list_t kept;
       for (auto& it : items) {
+        step();
         scopes_.emplace_back();
         bind_targets(n, it);
         if (truthy(eval(*n.loop_filter))) kept.push_back(it);
@@ -119,6 +121,7 @@ class renderer {
     }
     const auto len = static_cast<std::int64_t>(items.size());
     for (std::int64_t k = 0; k < len; ++k) {
+      step();
       scopes_.emplace_back();
       dict_t loop = {
           {"index", value::of_int(k + 1)}, {"index0", value::of_int(k)},
@@ -291,7 +294,11 @@ class renderer {
   static value binary(const std::string& op, const value& a, const value& b) {
     if (op == "==") return value::of_bool(equal(a, b));
     if (op == "!=") return value::of_bool(!equal(a, b));
-    if (op == "~") return value::of_str(to_str(a) + to_str(b));
+    if (op == "~") {
+      std::string s = to_str(a) + to_str(b);
+      check_size(s.size());
+      return value::of_str(std::move(s));
+    }
     if (op == "<" || op == "<=" || op == ">" || op == ">=") {
       int c;
       if (a.is_num() && b.is_num()) c = a.num() < b.num() ? -1 : a.num() > b.num() ? 1 : 0;
@@ -303,8 +310,12 @@ class renderer {
       return value::of_bool(c >= 0);
     }
     if (op == "+") {
-      if (a.k == value::string && b.k == value::string) return value::of_str(*a.s + *b.s);
+      if (a.k == value::string && b.k == value::string) {
+        check_size(a.s->size() + b.s->size());
+        return value::of_str(*a.s + *b.s);
+      }
       if (a.k == value::list && b.k == value::list) {
+        check_size(a.l->size() + b.l->size());
         list_t l = *a.l;
         l.insert(l.end(), b.l->begin(), b.l->end());
         return value::of_list(std::move(l));
@@ -312,6 +323,9 @@ class renderer {
     }
     if (op == "%" && a.k == value::string) return percent_format(*a.s, b);
     if (op == "*" && a.k == value::string && b.k == value::integer) {
+      if (b.i > 0 && !a.s->empty())
+        check_size(static_cast<std::uint64_t>(b.i) > max_render_bytes ? max_render_bytes + 1
+                                                                        : a.s->size() * static_cast<std::size_t>(b.i));
       std::string s;
       for (std::int64_t n = 0; n < b.i; ++n) s += *a.s;
       return value::of_str(s);
@@ -486,6 +500,7 @@ class renderer {
       for (auto x = start; step > 0 ? x < stop : x > stop; x += step) {
         out.push_back(value::of_int(x));
         if (out.size() > 100000) throw render_error("range() too large");
+        this->step();  // each element is work: nested ranges count against the bound
       }
       return value::of_list(std::move(out));
     }
@@ -724,8 +739,14 @@ class renderer {
     throw render_error("unknown filter " + f);
   }
 
+  /// Counts one node or loop iteration against max_render_steps.
+  void step() {
+    if (++steps_ > max_render_steps) throw render_error("template runs over 200000 steps");
+  }
+
   std::vector<std::map<std::string, value>> scopes_;
   const local_clock& clock_;
+  std::uint64_t steps_ = 0;
 };
 
 }  // namespace

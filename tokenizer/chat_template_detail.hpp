@@ -67,6 +67,19 @@ struct render_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Bounds on what one template may do (fuzz_chat_template found templates of a few KB that
+/// overflowed the stack or ran without end): nesting of blocks and of expressions at parse
+/// time; the size of the output and of every string or list built, and the nodes and loop
+/// iterations executed per render.
+inline constexpr int max_nesting = 64;
+inline constexpr std::size_t max_render_bytes = std::size_t{16} << 20;
+inline constexpr std::uint64_t max_render_steps = 200'000;
+
+/// Throws a render_error when something of `n` bytes (or items) exceeds max_render_bytes.
+inline void check_size(std::size_t n) {
+  if (n > max_render_bytes) throw render_error("template builds a value or output over 16 MiB");
+}
+
 bool truthy(const value& v);
 std::string to_str(const value& v);
 std::string py_repr(const value& v);

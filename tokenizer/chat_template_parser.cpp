@@ -264,6 +264,21 @@ const std::set<std::string>& known_functions() {
 
 namespace {
 
+/// Counts one level of nesting for its lifetime; refuses past max_nesting (deep nesting
+/// would overflow the stack of the recursive parser and evaluator).
+class nesting {
+ public:
+  nesting(int& depth, int line) : depth_(depth) {
+    if (++depth_ > max_nesting) fail(line, "nested deeper than " + std::to_string(max_nesting) + " levels");
+  }
+  ~nesting() { --depth_; }
+  nesting(const nesting&) = delete;
+  nesting& operator=(const nesting&) = delete;
+
+ private:
+  int& depth_;
+};
+
 class expr_parser {
  public:
   expr_parser(const std::string& s, int line) : t_(tokenize_expr(s, line)), line_(line) {}
@@ -291,6 +306,7 @@ class expr_parser {
   }
 
   expr_ptr parse_expr() {
+    const nesting guard(depth_, line_);
     auto e = parse_or();
     if (is_name("if")) {
       ++p_;
@@ -339,6 +355,7 @@ class expr_parser {
   }
   expr_ptr parse_not() {
     if (is_name("not")) {
+      const nesting guard(depth_, line_);
       ++p_;
       auto e = make(expr::unary_not);
       e->args.push_back(parse_not());
@@ -393,6 +410,7 @@ class expr_parser {
   }
   expr_ptr parse_unary_nofilter() {
     if (is_op("-")) {
+      const nesting guard(depth_, line_);
       ++p_;
       auto e = make(expr::unary_neg);
       e->args.push_back(parse_unary_nofilter());
@@ -580,6 +598,7 @@ class expr_parser {
   std::vector<token> t_;
   std::size_t p_ = 0;
   int line_;
+  int depth_ = 0;
 
   friend class statement_parser;
 };
@@ -613,6 +632,7 @@ class statement_parser {
 
   /// Parses nodes until a block tag whose first word is in `stops` (left unconsumed).
   body parse_body(const std::set<std::string>& stops) {
+    const nesting guard(depth_, pos_ < tags_.size() ? tags_[pos_].line : 0);
     body out;
     while (pos_ < tags_.size()) {
       const tag& t = tags_[pos_];
@@ -731,6 +751,7 @@ class statement_parser {
 
   std::vector<tag> tags_;
   std::size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

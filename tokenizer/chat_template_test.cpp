@@ -159,5 +159,53 @@ TEST_P(RealTemplate, RenderedPromptsEncodeToTheGoldenIdsAndBlockHashes) {
 
 INSTANTIATE_TEST_SUITE_P(Models, RealTemplate, ::testing::Values("llama3", "qwen3"));
 
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+// Found by fuzz_chat_template: a few KB of nesting overflowed the recursive parser's stack.
+TEST(ChatTemplateBounds, DeepNestingIsRefusedAtParseTimeInsteadOfOverflowingTheStack) {
+  for (const std::string& deep : {"{{ " + repeat("(", 3000) + "1" + repeat(")", 3000) + " }}",
+                                  "{{ " + repeat("not ", 3000) + "1 }}", "{{ " + repeat("-", 3000) + "1 }}",
+                                  "{{ " + repeat("[", 3000) + repeat("]", 3000) + " }}",
+                                  repeat("{% if true %}", 3000) + "x" + repeat("{% endif %}", 3000)}) {
+    auto t = chat_template::parse(deep);
+    ASSERT_FALSE(t);
+    EXPECT_NE(t.error().find("nested deeper than 64 levels"), std::string::npos) << t.error();
+  }
+  EXPECT_EQ(render_ok("{{ " + repeat("(", 40) + "1" + repeat(")", 40) + " }}", "x"), "1");
+  EXPECT_EQ(render_ok(repeat("{% if true %}", 40) + "x" + repeat("{% endif %}", 40), "x"), "x");
+}
+
+// Found by fuzz_chat_template: nested range() loops ran for 10^10 iterations.
+TEST(ChatTemplateBounds, ARenderStopsAfterItsStepBound) {
+  auto t = chat_template::parse(
+      "{% for a in range(100000) %}{% for b in range(100000) %}{% endfor %}{% endfor %}");
+  ASSERT_TRUE(t) << t.error();
+  auto r = (*t)->render({{"user", "x"}}, {}, true, fixed_time);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().find("steps"), std::string::npos) << r.error();
+  EXPECT_EQ(render_ok("{% for a in range(200) %}{% for b in range(200) %}{% endfor %}{% endfor %}ok", "x"), "ok");
+}
+
+TEST(ChatTemplateBounds, ValuesAndOutputOver16MiBAreRenderErrorsNotAnAllocation) {
+  for (const char* src : {
+           "{{ 'x' * 100000000000 }}",
+           "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+           "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s + ns.s %}{% endfor %}",
+           "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s|replace('x', 'xx') %}{% endfor %}",
+           "{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}",
+           "{% for i in range(100000) %}{{ 'y' * 1000 }}{% endfor %}"}) {
+    auto t = chat_template::parse(src);
+    ASSERT_TRUE(t) << src << ": " << t.error();
+    auto r = (*t)->render({{"user", "x"}}, {}, true, fixed_time);
+    ASSERT_FALSE(r) << src;
+    EXPECT_NE(r.error().find("over 16 MiB"), std::string::npos) << src << ": " << r.error();
+  }
+  EXPECT_EQ(render_ok("{{ ('ab' * 3)|length }}", "x"), "6");
+}
+
 }  // namespace
 }  // namespace ic::tokenizer

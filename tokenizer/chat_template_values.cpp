@@ -330,14 +330,19 @@ list_t split(const std::string& s, const value* sep, std::int64_t maxsplit) {
 
 std::string replace_all(std::string s, const std::string& from, const std::string& to, std::int64_t count) {
   if (from.empty()) return s;
-  std::size_t p = 0;
+  // Built in one pass (in-place replace is quadratic on many matches), within max_render_bytes.
+  std::string out;
+  std::size_t start = 0;
   for (std::int64_t n = 0; count < 0 || n < count; ++n) {
-    p = s.find(from, p);
+    const std::size_t p = s.find(from, start);
     if (p == std::string::npos) break;
-    s.replace(p, from.size(), to);
-    p += to.size();
+    out.append(s, start, p - start);
+    out += to;
+    start = p + from.size();
+    check_size(out.size() + (s.size() - start));
   }
-  return s;
+  out.append(s, start, std::string::npos);
+  return out;
 }
 
 /// Python slicing over a sequence of `n` items: the indices selected.
