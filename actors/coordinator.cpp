@@ -168,7 +168,7 @@ void finish_job(coordinator_pointer self) {
 
 /// Every tenant as it stands now (call only at a quiescent point).
 frozen_view view_of(const coordinator_state& s) {
-  frozen_view v{s.policies, s.sh->facts, {}};
+  frozen_view v{s.policies, s.sh->facts, {}, {}};
   for (const auto& [_, t] : s.tenants) v.tenants.push_back(t.second);
   return v;
 }

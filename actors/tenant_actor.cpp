@@ -178,7 +178,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
                                     clock.at(call->deadline));
         if (!call->claim()) return;  // TIMEOUT was delivered
         call->question = {};
-        s.sh->timer->note_settled();
+        s.sh->timer->note_settled(*call);
         std::exchange(call->done, nullptr)(std::move(resp));
       },
       [=](cache_state_atom, state_call_ptr& call) {

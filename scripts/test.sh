@@ -2,9 +2,10 @@
 # Installs what is missing, builds everything once, runs every libFuzzer target for a short
 # budget (scripts/fuzz.sh, clang-16 + ASan/UBSan in build-fuzz/; FUZZ_SECONDS, default 5 s per
 # target), then every test with ctest (unit tests in parallel; integration tests start the real
-# server on free loopback ports), then the sanitizer pass (scripts/sanitize.sh: every test
-# under ASan+UBSan in build-asan/, the `tsan` subset under TSan in build-tsan/;
-# SANITIZE="asan tsan" by default, SANITIZE=none skips it).
+# server on free loopback ports). SANITIZE="asan tsan" (or one of them) adds the sanitizer
+# pass (scripts/sanitize.sh: every test under ASan+UBSan in build-asan/, the `tsan` subset
+# under TSan in build-tsan/). It is off by default until its cost on 2 cores is measured and
+# fits the 25-minute CI budget (docs/benchmarks.md, "Sanitizer pass").
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}
@@ -19,7 +20,7 @@ echo "fuzz: $((fuzzed - built)) s"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300
 tested=$(date +%s)
 echo "tests: $((tested - fuzzed)) s"
-if [ "${SANITIZE:-asan tsan}" != none ]; then
-  "$root/scripts/sanitize.sh" "${SANITIZE:-asan tsan}"
+if [ "${SANITIZE:-none}" != none ]; then
+  "$root/scripts/sanitize.sh" "$SANITIZE"
   echo "sanitizers: $(( $(date +%s) - tested )) s"
 fi

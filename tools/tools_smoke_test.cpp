@@ -163,11 +163,10 @@ TEST_F(ToolsSmoke, CliUsageErrorsExitTwoWithOneLine) {
 
 // --- pd-route, render, topology, templates ------------------------------------------------
 //
-// One row = one CLI call and what it must print and exit with. The rows below assert what the
-// server on main answers today: LookupPDRoute and RenderTemplate are the reference's
-// fail-open stubs (NO_HINT with no pair; OK with empty fields) and the admin port has no
-// /topology or /templates route (404). When the store wiring lands, push the deploy/ samples
-// with `store_rows` expecting 0, then add the spec's §2.8 / §3.8 end-to-end rows here.
+// One row = one CLI call and what it must print and exit with: the verbs against the real
+// server with the deploy/ samples pushed through /topology and /templates. The selection and
+// rendering rules themselves are tested in topology/, templates/ and tests/pd_templates_test.cpp;
+// these rows check that the CLI carries each answer and failure through correctly.
 
 /// One CLI call: arguments (after --addr/--admin-addr), exit code, substrings of the output.
 struct cli_row {
@@ -197,38 +196,38 @@ class ToolsPdTemplates : public ToolsSmoke {
       for (const auto& p : row.prints) EXPECT_NE(out.find(p), std::string::npos) << joined << "\n" << out;
     }
   }
-  /// push (sample file) and show of one admin store, all with the same exit code and text.
-  static std::vector<cli_row> store_rows(const std::string& store, const std::string& file,
-                                         int exit_code, const std::string& prints) {
-    return {{{store, "push", file}, exit_code, {prints}},
-            {{store, "push", file, "--method=PUT"}, exit_code, {prints}},
-            {{store, "show"}, exit_code, {prints}},
-            {{store, "show", "--json"}, exit_code, {prints}}};
-  }
 };
 
 const std::vector<std::string> kPdRequest = {"--tenant=serving", "--model=m", "--topology=serving/pd",
                                              "--prefix=0102030405060708", "--prefix-tokens=256"};
 
-TEST_F(ToolsPdTemplates, PdRoutePrintsTheServersFailOpenAnswer) {
+TEST_F(ToolsPdTemplates, PdRoutePrintsUnknownTopologyThenAPushedTopologysAnswer) {
   std::vector<std::string> table = {"pd-route"}, as_json = {"pd-route", "--json"},
                            strict = {"pd-route", "--fail-on-no-hint"};
   for (auto* v : {&table, &as_json, &strict}) v->insert(v->end(), kPdRequest.begin(), kPdRequest.end());
+  // Nothing pushed: the ref names no topology (spec §2.4), no pair; --fail-on-no-hint exits 3.
   expect_rows({
-      {table, 0, {"reason: NO_HINT", "no prefill/decode pair"}},
-      {strict, 3, {"reason: NO_HINT"}},
-      {{"pd-route", "--topology=pd", "--block-tokens=4", "--tokens=1,2,3,4,5,6,7,8"}, 0,
-       {"reason: NO_HINT"}},
+      {table, 0, {"reason: UNKNOWN_TOPOLOGY", "no prefill/decode pair"}},
+      {strict, 3, {"reason: UNKNOWN_TOPOLOGY"}},
   });
   auto [rc, out] = cli(as_json);
   ASSERT_EQ(rc, 0) << out;
   auto j = json_of(out);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j, json::parse(R"({"prefillReplicaId":"","decodeReplicaId":"","transportHint":"",)"
-                           R"("reasonCode":"NO_HINT"})"));
+                           R"("reasonCode":"UNKNOWN_TOPOLOGY"})"));
+  // The sample topology pushed: the ref resolves, so the answer is no longer UNKNOWN_TOPOLOGY
+  // (no replica has reported stats, so there is still no live pair).
+  expect_rows({{{"topology", "push", kDeployTopology}, 0, {"topology applied"}}});
+  std::tie(rc, out) = cli({"pd-route", "--tenant=serving", "--model=meta-llama/Llama-3.1-8B-Instruct",
+                           "--topology=serving/llama3-pd", "--prefix=0102030405060708",
+                           "--prefix-tokens=256"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_EQ(out.find("UNKNOWN_TOPOLOGY"), std::string::npos) << out;
+  EXPECT_NE(out.find("reason: "), std::string::npos) << out;
 }
 
-TEST_F(ToolsPdTemplates, RenderPrintsTheServersStubAnswer) {
+TEST_F(ToolsPdTemplates, RenderAnswersNotFoundThenTheSampleTemplate) {
   const std::vector<std::string> request = {"render", "--namespace=serving", "--name=support-agent",
                                             "--var=product=Acme", "--var=history=user: hi"};
   auto with = [&](std::vector<std::string> extra) {
@@ -236,33 +235,42 @@ TEST_F(ToolsPdTemplates, RenderPrintsTheServersStubAnswer) {
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   };
-  expect_rows({
-      {request, 0, {"reason: OK   revision: -   namespace: -", "stable prefix hash: - (none",
-                    "rendered prompt (0 bytes)"}},
-      {{"render", "--tenant=serving", "--name=support-agent"}, 0, {"reason: OK"}},
-  });
+  // Nothing pushed: TEMPLATE_NOT_FOUND (spec §3.6), which the CLI reports with exit 1.
+  expect_rows({{request, 1, {"reason: TEMPLATE_NOT_FOUND"}}});
+  expect_rows({{{"templates", "push", kDeployTemplates}, 0, {"templates applied"}}});
+  // spec §3.8 #1 over the wire: text, hash, namespace and revision.
+  expect_rows({{request, 0, {"reason: OK   revision: 827a07b8803957c3e869357a82c0485f   namespace: serving",
+                             "stable prefix hash: e814c61e33490731",
+                             "You are a helpful support agent for Acme.\nConversation so far:\nuser: hi\n"}}});
   auto [rc, out] = cli(with({"--json"}));
   ASSERT_EQ(rc, 0) << out;
   auto j = json_of(out);
   ASSERT_FALSE(j.is_discarded()) << out;
   EXPECT_EQ(j["reasonCode"], "OK");
-  EXPECT_EQ(j["renderedPrompt"], "");
-  EXPECT_EQ(j["stablePrefixHash"], "");
-  EXPECT_EQ(j["templateRevision"], "");
+  EXPECT_EQ(j["tenantNamespace"], "serving");
   std::tie(rc, out) = cli(with({"--prompt-only"}));
   EXPECT_EQ(rc, 0) << out;
-  EXPECT_EQ(out, "") << "the stub renders nothing";
+  EXPECT_EQ(out, "You are a helpful support agent for Acme.\nConversation so far:\nuser: hi\n");
 }
 
-TEST_F(ToolsPdTemplates, AdminStoresAnswer404CleanlyUntilTheServerHasThem) {
-  expect_rows(store_rows("topology", kDeployTopology, 1,
-                         "HTTP 404: 404 page not found (this server has no /topology endpoint)"));
-  expect_rows(store_rows("templates", kDeployTemplates, 1,
-                         "HTTP 404: 404 page not found (this server has no /templates endpoint)"));
-  // The failure is one line on stderr, nothing else is printed.
-  auto [rc, out] = cli({"topology", "show"});
-  EXPECT_EQ(rc, 1);
+TEST_F(ToolsPdTemplates, AdminStoresPushAndShowTheSamples) {
+  expect_rows({{{"topology", "push", kDeployTopology}, 0, {"topology applied"}},
+               {{"topology", "push", kDeployTopology, "--method=PUT"}, 0, {"topology applied"}},
+               {{"topology", "show"}, 0, {"serving/llama3-pd"}},
+               {{"topology", "show", "--json"}, 0, {"\"llama3-pd\""}},
+               {{"templates", "push", kDeployTemplates}, 0, {"templates applied"}},
+               {{"templates", "show"}, 0, {"templates: 2", "serving/support-agent",
+                                           "827a07b8803957c3e869357a82c0485f"}},
+               {{"templates", "show", "--json"}, 0, {"\"support-agent\""}}});
+  // A body the server refuses: exit 1 with the server's one line, nothing else printed.
+  const std::string bad = ::testing::TempDir() + "/bad_topology.json";
+  { std::ofstream(bad) << R"({"version":1,"topologies":[{"namespace":"serving"}]})"; }
+  auto [rc, out] = cli({"topology", "push", bad});
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("HTTP 400"), std::string::npos) << out;
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+  // The refused push changed nothing.
+  expect_rows({{{"topology", "show"}, 0, {"serving/llama3-pd"}}});
   // The policy verbs go through the same admin path and still work.
   expect_rows({{{"policy", "get"}, 0, {"{"}}});
 }

@@ -187,7 +187,6 @@ class bench_run {
     else if (o_.mode == "killloop") rc = run_killloop_mode();
     else if (o_.mode == "soak") rc = run_soak_mode();
     else if (o_.mode == "frames") rc = run_frames_mode();
->>>>>>> s4-lookup
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -490,7 +489,6 @@ class bench_run {
     return kExitOk;
   }
 
-<<<<<<< HEAD
   int run_soak_mode() {
     soak_options k;
     k.server_binary = o_.server_binary;
@@ -570,7 +568,6 @@ class bench_run {
     std::cout << "wrote " << o_.out_dir << "/{health_check,lookup_route}.bin; chain " << chain
               << " answers " << resp.reason_code() << " with " << resp.replica_scores_size()
               << " replica scores\n";
->>>>>>> s4-lookup
     return kExitOk;
   }
 
@@ -654,7 +651,6 @@ int run(int argc, char** argv) {
   kl->add_option("--restart-timeout", o.restart_timeout, "Give up waiting after this long")
       ->capture_default_str();
 
-<<<<<<< HEAD
   auto* sk = app.add_subcommand(
       "soak", "Mixed workload with restarts and a full journal, checked against a model");
   sk->add_option("--server-binary", o.server_binary, "Path of inferencecache-server")->required();
