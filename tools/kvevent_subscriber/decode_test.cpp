@@ -99,6 +99,22 @@ TEST(DecodeBatch, SglangIndexSevenIsMetadataNotLoraName) {
   EXPECT_EQ(b.events[0].error, drop_reason::none);
 }
 
+TEST(DecodeBatch, ExtraKeysPastTheLastHashNameNoBlock) {
+  // Found by fuzz_kvevent_batch: more extra_keys entries than block hashes, in both layouts
+  // (the map form may list extra_keys before block_hashes).
+  decoded_batch b;
+  mv pos = arr({mv("BlockStored"), hashes({1}), nil(), tokens(0, 16), mv(16), nil(), mv("GPU"), nil(),
+                arr({nil(), arr({mv("salt")}), arr({mv("salt")})})});
+  ASSERT_TRUE(decode_batch(encode(batch(1.0, {pos})), wire_dialect::vllm, b));
+  EXPECT_EQ(b.events[0].error, drop_reason::none);
+  EXPECT_EQ(b.events[0].extra_nonempty, std::vector<std::uint8_t>({0}));
+  mv m = map({{"type", "BlockStored"}, {"extra_keys", arr({arr({mv("salt")}), nil(), arr({mv("x")})})},
+              {"block_hashes", hashes({1, 2})}, {"token_ids", tokens(0, 32)}, {"block_size", mv(16)}});
+  ASSERT_TRUE(decode_batch(encode(batch(1.0, {m})), wire_dialect::vllm, b));
+  EXPECT_EQ(b.events[0].error, drop_reason::none);
+  EXPECT_EQ(b.events[0].extra_nonempty, std::vector<std::uint8_t>({1, 0}));
+}
+
 TEST(DecodeBatch, MapStoredWithoutBlockSizeIsAnError) {
   decoded_batch b;
   mv ev = map({{"type", "BlockStored"}, {"block_hashes", hashes({1})}, {"token_ids", tokens(0, 16)}});

@@ -207,6 +207,8 @@ class event_decoder {
       if (!ev_.lora_name || item != *ev_.lora_name) ev_.extra_nonempty[b] = 1;
     }
     ev_.extra_strings.clear();
+    // One entry per emitted block: entries past the last hash name no block and are dropped.
+    if (ev_.extra_nonempty.size() > ev_.hashes.size()) ev_.extra_nonempty.resize(ev_.hashes.size());
   }
 
   void positional(std::uint32_t n) {
