@@ -92,9 +92,9 @@ const grpc::Status kShuttingDown(grpc::StatusCode::UNAVAILABLE, "server shutting
 /// and no channel is returned; otherwise it is registered so that `close_streams` ends it.
 template <class T>
 std::pair<std::shared_ptr<stream_channel<T>>, channel_reactor<T>*> open_stream(
-    stream_registry& registry, std::size_t buffer) {
+    stream_registry& registry, std::size_t buffer, owed_calls* owed) {
   auto channel = std::make_shared<stream_channel<T>>(buffer);
-  auto* reactor = new channel_reactor<T>(channel);
+  auto* reactor = new channel_reactor<T>(channel, owed);
   if (!registry.add(channel)) {  // checked and registered under one lock
     channel->close(kShuttingDown);
     return {nullptr, reactor};
@@ -176,9 +176,10 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
  public:
   /// Starts reading; with no runtime yet (recovering) answers UNAVAILABLE at once.
   report_reactor(grpc::CallbackServerContext* ctx, v1::Ack* ack, actors::runtime* runtime,
-                 gateway_probe* probe, std::size_t max_inflight)
+                 gateway_probe* probe, std::size_t max_inflight, owed_calls* owed)
       : ctx_(ctx), ack_(ack), runtime_(runtime), probe_(probe), max_inflight_(max_inflight),
-        sink_(std::make_shared<sink>(this)) {
+        owed_(owed), sink_(std::make_shared<sink>(this)) {
+    owed_->open();
     if (runtime_ == nullptr) {
       sink_->finished = true;
       Finish(kRecovering);
@@ -238,6 +239,7 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
 
   void OnDone() override {
     sink_->unlink();
+    owed_->close();
     delete this;
   }
 
@@ -308,6 +310,7 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
   actors::runtime* runtime_;
   gateway_probe* probe_;
   std::size_t max_inflight_;
+  owed_calls* owed_;
   v1::CacheStateUpdate msg_;
   std::shared_ptr<sink> sink_;
 };
@@ -316,7 +319,10 @@ class report_reactor final : public grpc::ServerReadReactor<v1::CacheStateUpdate
 /// client cancels (so an append that never completes cannot hold the RPC).
 class publish_reactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit publish_reactor(v1::Ack* ack) : state_(std::make_shared<shared>(this, ack)) {}
+  publish_reactor(v1::Ack* ack, owed_calls* owed)
+      : owed_(owed), state_(std::make_shared<shared>(this, ack)) {
+    owed_->open();
+  }
 
   /// The sink to hand to the runtime.
   std::shared_ptr<actors::append_sink> sink() { return state_; }
@@ -332,6 +338,7 @@ class publish_reactor final : public grpc::ServerUnaryReactor {
 
   void OnDone() override {
     state_->unlink();
+    owed_->close();
     delete this;
   }
 
@@ -355,6 +362,7 @@ class publish_reactor final : public grpc::ServerUnaryReactor {
     }
     v1::Ack* ack;
   };
+  owed_calls* owed_;
   std::shared_ptr<shared> state_;
 };
 
@@ -406,16 +414,17 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
                                                                v1::LookupRouteResponse* resp) {
   const auto start = steady::now();
   auto* reactor = ctx->DefaultReactor();
+  owed_.open();
   // H0: the reserved probe tenant short-circuits (latency 0, no adapter echo).
   if (is_reserved(req->tenant_id())) {
     resp->set_reason_code(std::string(index::reason::no_hint));
     if (probe_) probe_->on_lookup(req->model_id(), resp->reason_code(), false, 0.0);
-    reactor->Finish(grpc::Status::OK);
+    answer(reactor, grpc::Status::OK);
     return reactor;
   }
   actors::runtime* rt = runtime_.load();
   if (rt == nullptr) {
-    reactor->Finish(kRecovering);
+    answer(reactor, kRecovering);
     return reactor;
   }
   // H1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
@@ -477,46 +486,53 @@ void inference_cache_service::finish_lookup(grpc::ServerUnaryReactor* reactor,
   if (probe_)
     probe_->on_lookup(model, resp->reason_code(), resp->replica_scores_size() > 0,
                       static_cast<double>(us) / 1e6);
-  reactor->Finish(grpc::Status::OK);
+  answer(reactor, grpc::Status::OK);
+}
+
+void inference_cache_service::answer(grpc::ServerUnaryReactor* reactor, const grpc::Status& status) {
+  reactor->Finish(status);
+  owed_.close();
 }
 
 grpc::ServerUnaryReactor* inference_cache_service::GetCacheState(
     grpc::CallbackServerContext* ctx, const v1::GetCacheStateRequest* req,
     v1::GetCacheStateResponse* resp) {
   auto* reactor = ctx->DefaultReactor();
+  owed_.open();
   if (is_reserved(req->tenant_id())) {
     proto::to_proto(index::cache_state_view{}, resp);
-    reactor->Finish(grpc::Status::OK);
+    answer(reactor, grpc::Status::OK);
     return reactor;
   }
   actors::runtime* rt = runtime_.load();
   if (rt == nullptr) {
-    reactor->Finish(kRecovering);
+    answer(reactor, kRecovering);
     return reactor;
   }
   auto deadline = client_deadline(ctx).value_or(steady::now() + options_.state_timeout);
   rt->cache_state(req->tenant_id(), req->model_id(), deadline,
-                       [reactor, resp](std::optional<index::cache_state_view> v) {
+                       [this, reactor, resp](std::optional<index::cache_state_view> v) {
                          if (!v) {
-                           reactor->Finish(grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
+                           answer(reactor, grpc::Status(grpc::StatusCode::DEADLINE_EXCEEDED,
                                                         "the index did not answer in time"));
                            return;
                          }
                          proto::to_proto(*v, resp);
-                         reactor->Finish(grpc::Status::OK);
+                         answer(reactor, grpc::Status::OK);
                        });
   return reactor;
 }
 
 grpc::ServerReadReactor<v1::CacheStateUpdate>* inference_cache_service::ReportCacheState(
     grpc::CallbackServerContext* ctx, v1::Ack* ack) {
-  return new report_reactor(ctx, ack, runtime_.load(), probe_, options_.max_inflight_per_stream);
+  return new report_reactor(ctx, ack, runtime_.load(), probe_, options_.max_inflight_per_stream,
+                            &owed_);
 }
 
 grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackServerContext*,
                                                                 const v1::CacheEvent* event,
                                                                 v1::Ack* ack) {
-  auto* reactor = new publish_reactor(ack);
+  auto* reactor = new publish_reactor(ack, &owed_);
   if (is_reserved(event->tenant_id())) {
     if (probe_) probe_->on_dropped(std::string(index::drop_reason::reserved_tenant), 1);
     reactor->finish_now(grpc::Status::OK, true, std::string(index::drop_reason::reserved_tenant));
@@ -533,7 +549,7 @@ grpc::ServerUnaryReactor* inference_cache_service::PublishEvent(grpc::CallbackSe
 
 grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEvents(
     grpc::CallbackServerContext*, const v1::StreamEventsRequest* req) {
-  auto [channel, reactor] = open_stream<v1::CacheEvent>(*streams_, options_.stream_buffer);
+  auto [channel, reactor] = open_stream<v1::CacheEvent>(*streams_, options_.stream_buffer, &owed_);
   if (!channel) return reactor;
   actors::runtime* rt = runtime_.load();
   if (rt == nullptr) {
@@ -553,7 +569,7 @@ grpc::ServerWriteReactor<v1::CacheEvent>* inference_cache_service::StreamCacheEv
 
 grpc::ServerWriteReactor<v1::Metric>* inference_cache_service::StreamMetrics(
     grpc::CallbackServerContext*, const v1::StreamMetricsRequest* req) {
-  auto [channel, reactor] = open_stream<v1::Metric>(*streams_, options_.stream_buffer);
+  auto [channel, reactor] = open_stream<v1::Metric>(*streams_, options_.stream_buffer, &owed_);
   if (!channel) return reactor;
   std::vector<std::string> names(req->names().begin(), req->names().end());
   streams_->add_metrics({channel, names});

@@ -26,6 +26,7 @@
 
 #include "actors/runtime.hpp"
 #include "grpc_gateway/lookup_messages.hpp"
+#include "grpc_gateway/owed_calls.hpp"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tokenizer/tokenize_service.hpp"
 
@@ -98,6 +99,9 @@ class inference_cache_service final
   /// grpc::Server::Shutdown so shutdown does not wait for long-lived streams.
   void close_streams();
 
+  /// RPCs whose answer is still owed (owed_calls.hpp); a graceful stop waits for zero.
+  const owed_calls& owed() const { return owed_; }
+
   grpc::ServerUnaryReactor* RenderTemplate(
       grpc::CallbackServerContext* ctx, const inferencecache::v1alpha1::RenderTemplateRequest* req,
       inferencecache::v1alpha1::RenderTemplateResponse* resp) override;
@@ -137,6 +141,8 @@ class inference_cache_service final
                   std::chrono::steady_clock::time_point deadline, grpc::ServerUnaryReactor* reactor,
                   inferencecache::v1alpha1::LookupRouteResponse* resp,
                   std::chrono::steady_clock::time_point start);
+  /// Finishes a unary call on the default reactor and stops owing it.
+  void answer(grpc::ServerUnaryReactor* reactor, const grpc::Status& status);
   /// Finishes a LookupRoute with `resp` as filled (latency and metrics added here).
   void finish_lookup(grpc::ServerUnaryReactor* reactor,
                      inferencecache::v1alpha1::LookupRouteResponse* resp, const std::string& model,
@@ -147,6 +153,7 @@ class inference_cache_service final
   std::function<std::vector<metric_sample>()> metrics_source_;
   service_options options_;
   std::shared_ptr<stream_registry> streams_;
+  owed_calls owed_;
   /// LookupRoute's request and response live on pooled arenas (lookup_messages.hpp).
   lookup_message_pool lookup_messages_;
   std::mutex ticker_mu_;

@@ -15,12 +15,6 @@ namespace {
 
 const grpc::Status kRecovering(grpc::StatusCode::UNAVAILABLE, "index is recovering; retry shortly");
 
-/// Returns `rt`, or finishes `reactor` with UNAVAILABLE and returns nullptr (recovering).
-actors::runtime* attached_or_unavailable(actors::runtime* rt, grpc::ServerUnaryReactor* reactor) {
-  if (rt == nullptr) reactor->Finish(kRecovering);
-  return rt;
-}
-
 double seconds_since(steady::time_point start) {
   return std::chrono::duration<double>(steady::now() - start).count();
 }
@@ -66,12 +60,16 @@ grpc::ServerUnaryReactor* inference_cache_service::RenderTemplate(
     v1::RenderTemplateResponse* resp) {
   const auto start = steady::now();
   auto* reactor = ctx->DefaultReactor();
-  actors::runtime* rt = attached_or_unavailable(runtime_.load(), reactor);
-  if (rt == nullptr) return reactor;
+  owed_.open();
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    answer(reactor, kRecovering);
+    return reactor;
+  }
   // The store is an immutable snapshot and rendering is O(output): answered on this thread.
   to_proto(rt->render(from_proto(*req)), resp);
   if (probe_) probe_->on_render(resp->reason_code(), seconds_since(start));
-  reactor->Finish(grpc::Status::OK);
+  answer(reactor, grpc::Status::OK);
   return reactor;
 }
 
@@ -80,8 +78,12 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupPDRoute(
     v1::LookupPDRouteResponse* resp) {
   const auto start = steady::now();
   auto* reactor = ctx->DefaultReactor();
-  actors::runtime* rt = attached_or_unavailable(runtime_.load(), reactor);
-  if (rt == nullptr) return reactor;
+  owed_.open();
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) {
+    answer(reactor, kRecovering);
+    return reactor;
+  }
   // S1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
   const auto deadline = lookup_deadline(ctx, start, rt->policy_of(req->tenant_id()));
   std::string model = req->model_id();
@@ -98,7 +100,7 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupPDRoute(
                    probe_->on_pd_lookup(model, resp->reason_code(),
                                         topology::hint_used(resp->reason_code()),
                                         seconds_since(start));
-                 reactor->Finish(grpc::Status::OK);
+                 answer(reactor, grpc::Status::OK);
                });
   return reactor;
 }

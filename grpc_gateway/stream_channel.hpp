@@ -15,6 +15,8 @@
 #include <grpcpp/support/server_callback.h>
 #include <grpcpp/support/status.h>
 
+#include "grpc_gateway/owed_calls.hpp"
+
 namespace ic::grpc_gateway {
 
 /// Something that can be ended from outside (server shutdown).
@@ -136,8 +138,10 @@ class stream_channel final : public closable {
 template <class T>
 class channel_reactor final : public grpc::ServerWriteReactor<T> {
  public:
-  explicit channel_reactor(std::shared_ptr<stream_channel<T>> channel)
-      : channel_(std::move(channel)) {
+  /// `owed` (may be null) counts this stream from construction to OnDone (owed_calls.hpp).
+  channel_reactor(std::shared_ptr<stream_channel<T>> channel, owed_calls* owed)
+      : channel_(std::move(channel)), owed_(owed) {
+    if (owed_) owed_->open();
     channel_->attach(this);
   }
   void OnWriteDone(bool ok) override { channel_->on_write_done(ok); }
@@ -146,11 +150,13 @@ class channel_reactor final : public grpc::ServerWriteReactor<T> {
   }
   void OnDone() override {
     channel_->on_done();
+    if (owed_) owed_->close();
     delete this;
   }
 
  private:
   std::shared_ptr<stream_channel<T>> channel_;
+  owed_calls* owed_;
 };
 
 }  // namespace ic::grpc_gateway

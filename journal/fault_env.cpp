@@ -21,10 +21,15 @@ struct fault_switch {
   std::atomic<fault> mode{fault::none};
   std::atomic<std::uint64_t> fired{0};
 
-  /// Returns the injected failure for a write (`is_sync`: a Sync/Fsync call).
-  IOStatus check(bool is_sync = false) {
+  /// Returns the injected failure for a write (`is_sync`: a Sync/Fsync call; `is_table`:
+  /// the file is an SST, written by a flush or a compaction).
+  IOStatus check(bool is_sync, bool is_table) {
     switch (mode.load(std::memory_order_acquire)) {
       case fault::none: return IOStatus::OK();
+      case fault::no_space_tables:
+        if (!is_table) return IOStatus::OK();
+        fired.fetch_add(1, std::memory_order_relaxed);
+        return IOStatus::NoSpace("injected fault: no space left on device (table file)");
       case fault::sync_error:
         if (!is_sync) return IOStatus::OK();
         fired.fetch_add(1, std::memory_order_relaxed);
@@ -43,44 +48,45 @@ struct fault_switch {
 /// A writable file whose writes consult the switch first.
 class faulty_file : public rocksdb::FSWritableFileOwnerWrapper {
  public:
-  faulty_file(std::unique_ptr<FSWritableFile>&& f, std::shared_ptr<fault_switch> sw)
-      : FSWritableFileOwnerWrapper(std::move(f)), sw_(std::move(sw)) {}
+  faulty_file(std::unique_ptr<FSWritableFile>&& f, std::shared_ptr<fault_switch> sw, bool table)
+      : FSWritableFileOwnerWrapper(std::move(f)), sw_(std::move(sw)), table_(table) {}
 
   IOStatus Append(const Slice& data, const IOOptions& o, IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::Append(data, o, dbg);
   }
   IOStatus Append(const Slice& data, const IOOptions& o,
                   const rocksdb::DataVerificationInfo& v, IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::Append(data, o, v, dbg);
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t off, const IOOptions& o,
                             IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::PositionedAppend(data, off, o, dbg);
   }
   IOStatus PositionedAppend(const Slice& data, uint64_t off, const IOOptions& o,
                             const rocksdb::DataVerificationInfo& v,
                             IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::PositionedAppend(data, off, o, v, dbg);
   }
   IOStatus Flush(const IOOptions& o, IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::Flush(o, dbg);
   }
   IOStatus Sync(const IOOptions& o, IODebugContext* dbg) override {
-    if (auto s = sw_->check(true); !s.ok()) return s;
+    if (auto s = sw_->check(true, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::Sync(o, dbg);
   }
   IOStatus Fsync(const IOOptions& o, IODebugContext* dbg) override {
-    if (auto s = sw_->check(true); !s.ok()) return s;
+    if (auto s = sw_->check(true, table_); !s.ok()) return s;
     return FSWritableFileOwnerWrapper::Fsync(o, dbg);
   }
 
  private:
   std::shared_ptr<fault_switch> sw_;
+  bool table_;
 };
 
 /// The file system: creating writable files fails too while a fault is on.
@@ -93,30 +99,33 @@ class faulty_fs : public rocksdb::FileSystemWrapper {
 
   IOStatus NewWritableFile(const std::string& f, const FileOptions& o,
                            std::unique_ptr<FSWritableFile>* r, IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, is_table(f)); !s.ok()) return s;
     auto s = target()->NewWritableFile(f, o, r, dbg);
-    if (s.ok()) wrap(r);
+    if (s.ok()) wrap(r, is_table(f));
     return s;
   }
   IOStatus ReopenWritableFile(const std::string& f, const FileOptions& o,
                               std::unique_ptr<FSWritableFile>* r,
                               IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, is_table(f)); !s.ok()) return s;
     auto s = target()->ReopenWritableFile(f, o, r, dbg);
-    if (s.ok()) wrap(r);
+    if (s.ok()) wrap(r, is_table(f));
     return s;
   }
   IOStatus ReuseWritableFile(const std::string& f, const std::string& old, const FileOptions& o,
                              std::unique_ptr<FSWritableFile>* r, IODebugContext* dbg) override {
-    if (auto s = sw_->check(); !s.ok()) return s;
+    if (auto s = sw_->check(false, is_table(f)); !s.ok()) return s;
     auto s = target()->ReuseWritableFile(f, old, o, r, dbg);
-    if (s.ok()) wrap(r);
+    if (s.ok()) wrap(r, is_table(f));
     return s;
   }
 
  private:
-  void wrap(std::unique_ptr<FSWritableFile>* r) {
-    r->reset(new faulty_file(std::move(*r), sw_));
+  static bool is_table(const std::string& name) {
+    return name.size() >= 4 && name.compare(name.size() - 4, 4, ".sst") == 0;
+  }
+  void wrap(std::unique_ptr<FSWritableFile>* r, bool table) {
+    r->reset(new faulty_file(std::move(*r), sw_, table));
   }
   std::shared_ptr<fault_switch> sw_;
 };

@@ -27,6 +27,9 @@ enum class fault {
   none,      ///< writes pass through
   no_space,  ///< IOStatus::NoSpace ("disk full")
   io_error,  ///< IOStatus::IOError
+  /// Only table files (.sst: flushes, compactions) get NoSpace; the WAL, the MANIFEST and
+  /// other files are written: a disk with a little room left, too little for a flush.
+  no_space_tables,
   /// Only Sync/Fsync fail (IOError): the bytes reach the file but the write reports failure,
   /// as after a failed fsync.
   sync_error,

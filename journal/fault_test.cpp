@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "journal/fault_env.hpp"
@@ -17,10 +19,11 @@ struct faulty_journal {
   fault_env faults;
   std::unique_ptr<log> l;
 
-  explicit faulty_journal(bool fsync) {
+  explicit faulty_journal(bool fsync, std::size_t write_buffer_bytes = options{}.write_buffer_bytes) {
     options o;
     o.env = faults.env();
     o.fsync = fsync;
+    o.write_buffer_bytes = write_buffer_bytes;
     auto r = log::open(dir.path(), o);
     EXPECT_TRUE(r.ok()) << r.status().to_string();
     if (r.ok()) l = std::move(*r);
@@ -77,8 +80,8 @@ TEST_P(JournalFaults, AnIoErrorIsUnavailableAndExplicitResumeWorks) {
   EXPECT_EQ(l.append(1, "x").status().code(), errc::unavailable);
   EXPECT_EQ(l.resume().code(), errc::unavailable);  // still broken
   j.faults.set(fault::none);
-  // RocksDB 7.8 treats a WAL I/O error as fatal (Resume() refuses): the journal reopens
-  // the database underneath, and the log stays usable.
+  // The journal leaves a write error by reopening the database underneath (never
+  // DB::Resume(), which can wait forever in RocksDB 7.8), and the log stays usable.
   auto s = l.resume();
   EXPECT_TRUE(s.ok()) << s.to_string();
   auto r = l.append(1, "y");
@@ -158,6 +161,65 @@ TEST(JournalFaultsFsync, AWriteWhoseFsyncFailedIsRolledBackNotResurrected) {
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)->last_sequence(), 2u);
   EXPECT_EQ((*again)->read_range(2, 1)->front().payload, "next");
+}
+
+// Found by a stress run on a 64 MiB tmpfs (issue #16): with room for the WAL but not for a
+// flush, RocksDB 7.8's DB::Resume() waited for its recovery flush forever, so the journal
+// actor blocked and every producer hit its deadline instead of JOURNAL_UNAVAILABLE. Leaving
+// a write error must answer promptly whether or not the flush can be written.
+TEST_P(JournalFaults, ATableFileThatCannotBeWrittenNeverBlocksResume) {
+  faulty_journal j(GetParam(), 64 << 10);  // 64 KiB memtables: appends below force flushes
+  log& l = *j.l;
+  const std::string payload(1024, 'p');
+  std::uint64_t acked = 0;
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_TRUE(l.append(1, payload).ok());
+    ++acked;
+  }
+
+  j.faults.set(fault::no_space_tables);
+  bool failed = false;
+  for (int i = 0; i < 5000 && !failed; ++i) {
+    auto r = l.append(1, payload);
+    if (r.ok()) ++acked; else failed = true;
+  }
+  ASSERT_TRUE(failed) << "no flush failed: the fault never fired";
+  EXPECT_EQ(l.last_sequence(), acked);
+  // A WAL write fails too (the disk is full for a moment), then only tables cannot be written.
+  j.faults.set(fault::no_space);
+  EXPECT_FALSE(l.append(1, payload).ok());
+  EXPECT_FALSE(l.resume().ok());
+  j.faults.set(fault::no_space_tables);
+
+  // Still no room for tables: resume() refuses, promptly (a watchdog, not a speed check:
+  // the old code never returned).
+  std::atomic<bool> returned{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 600 && !returned; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (!returned) {
+      ADD_FAILURE() << "resume() blocked for 60 s";
+      std::_Exit(1);
+    }
+  });
+  const status still = l.resume();
+  const auto again = l.append(1, payload);
+  returned = true;
+  watchdog.join();
+  EXPECT_EQ(still.code(), errc::unavailable) << still.to_string();
+  EXPECT_FALSE(again.ok());
+
+  // Room again: writing resumes and every acknowledged record is there, nothing else.
+  j.faults.set(fault::none);
+  const status s = l.resume();
+  ASSERT_TRUE(s.ok()) << s.to_string();
+  EXPECT_EQ(l.last_sequence(), acked);
+  auto next = l.append(1, "after");
+  ASSERT_TRUE(next.ok()) << next.status().to_string();
+  EXPECT_EQ(*next, acked + 1);
+  auto all = l.read_range(1, static_cast<std::size_t>(acked + 10));
+  ASSERT_TRUE(all.ok()) << all.status().to_string();
+  EXPECT_EQ(all->size(), acked + 1);
+  EXPECT_TRUE(l.verify().ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(FsyncOffAndOn, JournalFaults, ::testing::Bool(),

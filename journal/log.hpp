@@ -192,8 +192,8 @@ class log {
   /// Appends `records` atomically, after every append that returned before this call, and
   /// returns the sequence number of the first (the others follow densely). Errors:
   /// `invalid_argument` (empty batch), `unavailable` (disk full, I/O error: nothing was
-  /// appended and no sequence number was used; a later call retries and resumes RocksDB
-  /// from its background-error mode).
+  /// appended and no sequence number was used; a later call retries, reopening RocksDB
+  /// to leave its background-error mode).
   result<std::uint64_t> append(const std::vector<record_in>& records);
   /// Appends `n` records starting at `records` (same contract as above).
   result<std::uint64_t> append(const record_in* records, std::size_t n);
@@ -257,7 +257,8 @@ class log {
   status truncate_through(std::uint64_t seq);
 
   /// Tries to leave the error state after a disk-full or I/O error: writes a probe file,
-  /// then DB::Resume(), or reopens RocksDB when it will not resume. Every write does this
+  /// then closes and reopens RocksDB (never DB::Resume(), which can wait forever in 7.8).
+  /// Every write does this
   /// by itself first; this is for a health probe. Errors: `unavailable`.
   status resume();
 

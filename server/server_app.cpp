@@ -6,6 +6,7 @@
 #include <sstream>
 #include <thread>
 
+#include <grpc/grpc.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
@@ -420,7 +421,21 @@ struct server_app::impl {
     if (service) service->close_streams();
     if (grpc_server) {
       grpc_server->GetHealthCheckService()->SetServingStatus(false);
-      grpc_server->Shutdown(std::chrono::system_clock::now() + 5s);
+      // Shutdown() refuses new calls at once but returns only when every client connection
+      // is gone, so a client that keeps its channel open held every stop for the whole
+      // grace period with nothing left to answer. Wait for the owed answers instead
+      // (grpc_gateway/owed_calls.hpp), then cut the remaining connections.
+      constexpr auto grace = 5s;
+      std::thread shutdown([this, grace] { grpc_server->Shutdown(std::chrono::system_clock::now() + grace); });
+      if (service && service->owed().wait_until_none(std::chrono::steady_clock::now() + grace)) {
+        std::this_thread::sleep_for(50ms);  // the last statuses reach their sockets
+        grpc_server_cancel_all_calls(grpc_server->c_server());
+      } else if (service) {
+        log_event(spdlog::level::warn, "grpc_calls_unanswered",
+                  {{"count", std::to_string(service->owed().count())},
+                   {"grace_seconds", std::to_string(grace.count())}});
+      }
+      shutdown.join();
     }
     // Pending tokenizations are answered (their lookups still reach the runtime) before
     // the runtime stops.
