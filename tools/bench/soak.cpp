@@ -552,7 +552,13 @@ void soak_run::restart(int sig) {
   if (code != (term ? 0 : 128 + SIGKILL))
     problem(std::string(term ? "SIGTERM" : "SIGKILL") + " stop ended with exit code " +
             std::to_string(code) + ": " + server_->tail());
-  if (stop_s > 2) out_ << "  slow stop (" << stop_s << " s); the server's last lines:\n" << server_->tail(8);
+  if (term && stop_s >= 5.0) {
+    // The server's grace for owed answers is 5 s: a stop that long left a call unanswered.
+    problem("SIGTERM stop took " + std::to_string(stop_s) + " s (an answer was never given): " +
+            server_->tail(8));
+  } else if (stop_s > 2) {
+    out_ << "  slow stop (" << stop_s << " s); the server's last lines:\n" << server_->tail(8);
+  }
   server_.reset();
   const auto t1 = steady::now();
   const bool ok = start_server_retrying();
