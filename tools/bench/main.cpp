@@ -548,6 +548,7 @@ class bench_run {
     p.lim = phase_limits();
     p.chains = chains;
     p.seed = o_.shape.seed;
+    p.server_pid = o_.server_pid;
     pd_bench_result r = run_pd_bench(p, w_, channels_);
     for (const auto& [k, v] : r.result.items()) result_[k] = v;
     return r.error.empty() ? kExitOk : fail_line(r.error);

@@ -120,9 +120,12 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
     std::string name;
     bool pd;
     loop_result r;
+    double cpu_s;  ///< the server's CPU time over the phase; < 0 unknown
   };
   std::vector<phase> phases;
   loop_result route_all, pd_all;
+  double cpu_s[2] = {o.server_pid > 0 ? 0 : -1.0, o.server_pid > 0 ? 0 : -1.0};  // route, pd; < 0 unknown
+  const auto server_cpu = [&] { return o.server_pid > 0 ? read_cpu_seconds(o.server_pid) : -1.0; };
   std::vector<double> route_server_us;
   for (int round = 0; round < o.rounds; ++round) {
     const std::uint64_t seed = o.seed * 7919 + static_cast<std::uint64_t>(round);
@@ -136,6 +139,7 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
       const std::string name =
           std::string(pd ? "LookupPDRoute" : "LookupRoute") + " (round " + std::to_string(round + 1) + ")";
       loop_result r;
+      const double cpu0 = server_cpu();
       if (pd) {
         pd_calls calls(channels, o.concurrency, w, o.shape, o.chains, seed);
         r = run_closed_loop(calls, o.concurrency, o.lim, name);
@@ -145,8 +149,11 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
         const auto srv = calls.server_latencies_us();
         route_server_us.insert(route_server_us.end(), srv.begin(), srv.end());
       }
+      const double cpu1 = server_cpu();
+      const double used = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
+      cpu_s[pd ? 1 : 0] = used >= 0 && cpu_s[pd ? 1 : 0] >= 0 ? cpu_s[pd ? 1 : 0] + used : -1;
       merge_into(pd ? &pd_all : &route_all, r);
-      phases.push_back({name, pd, std::move(r)});
+      phases.push_back({name, pd, std::move(r), used});
     }
   }
 
@@ -161,13 +168,12 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
     json j = latency_phase(p.name, p.r);
     j["name"] = p.name;
     j["rpc"] = p.pd ? "LookupPDRoute" : "LookupRoute";
+    if (p.cpu_s >= 0 && p.r.ok > 0) j["server_cpu_us_per_call"] = p.cpu_s * 1e6 / static_cast<double>(p.r.ok);
     rounds.push_back(std::move(j));
   }
   json route = latency_phase("LookupRoute (all rounds)", route_all);
   json pd = latency_phase("LookupPDRoute (all rounds)", pd_all);
   out.result["phases"] = rounds;
-  out.result["lookup"] = route;
-  out.result["pd_lookup"] = pd;
   json ratio_j = ratio("LookupPDRoute / LookupRoute", pd, route);
   const double route_rate = route.value("calls_per_s", 0.0);
   ratio_j["calls_per_s"] = route_rate > 0 ? pd.value("calls_per_s", 0.0) / route_rate : 0;
@@ -179,12 +185,24 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
     per_round.push_back(b50 > 0 ? a.value("p50_us", 0.0) / b50 : 0);
   }
   ratio_j["p50_per_round"] = per_round;
-  out.result["ratio"] = ratio_j;
   std::cout << "  calls/s " << fmt(ratio_j["calls_per_s"].get<double>(), 2) << "x; p50 per round:";
   for (const auto& v : per_round) std::cout << " " << fmt(v.get<double>(), 2) << "x";
+  std::cout << "\n";
+  if (cpu_s[0] > 0 && cpu_s[1] >= 0 && route_all.ok > 0 && pd_all.ok > 0) {
+    const double route_us = cpu_s[0] * 1e6 / static_cast<double>(route_all.ok);
+    const double pd_us = cpu_s[1] * 1e6 / static_cast<double>(pd_all.ok);
+    route["server_cpu_us_per_call"] = route_us;
+    pd["server_cpu_us_per_call"] = pd_us;
+    ratio_j["server_cpu"] = pd_us / route_us;
+    std::cout << "server CPU per call (all its threads): LookupRoute " << fmt(route_us)
+              << " us, LookupPDRoute " << fmt(pd_us) << " us: " << fmt(pd_us / route_us, 2) << "x\n";
+  }
+  out.result["lookup"] = route;
+  out.result["pd_lookup"] = pd;
+  out.result["ratio"] = ratio_j;
   latency_summary srv = summarize(route_server_us);
   out.result["lookup_server_reported"] = to_json(srv);
-  std::cout << "\nLookupRoute server-reported lookup_latency_us p50/p99: " << fmt(srv.p50) << " / "
+  std::cout << "LookupRoute server-reported lookup_latency_us p50/p99: " << fmt(srv.p50) << " / "
             << fmt(srv.p99) << "\n";
   for (const auto* t : {&route_all, &pd_all}) {
     std::cout << (t == &pd_all ? "LookupPDRoute" : "LookupRoute") << " answers:";

@@ -35,9 +35,11 @@ struct pd_bench_options {
   limits lim;                ///< per phase
   std::uint64_t chains = 0;  ///< chains the index holds (drawn from)
   std::uint64_t seed = 1;
+  int server_pid = 0;        ///< read its CPU time around every phase (0 = don't)
 };
 
-/// The figures (`result`: "topology", per-round and merged phases, "ratio", answers) and,
+/// The figures (`result`: "topology", per-round and merged phases, "ratio", answers; with a
+/// server PID the server's CPU µs per call of each phase and their ratio) and,
 /// when the run failed, one line in `error`.
 struct pd_bench_result {
   nlohmann::json result;

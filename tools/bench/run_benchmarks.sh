@@ -82,7 +82,8 @@ h2load_suite() {  # h2load_suite N: prefill N entries, then the six phases side 
 
 # --- pd: LookupPDRoute beside LookupRoute on one index (issue #14) -------------------------
 # Chains on 64 replicas (the prefill side), a topology of 64 prefill + 64 decode replicas per
-# tenant pushed to /topology by the bench; PD_ROUNDS pairs of phases, at concurrency 1 and 16.
+# tenant pushed to /topology by the bench; PD_ROUNDS pairs of phases, at concurrency 1 and 16,
+# with the server's CPU time per call of each RPC (from /proc/PID/stat around every phase).
 PD_SIZES=${PD_SIZES-$SIZES}
 pd_phase() {
   local n c
@@ -93,7 +94,8 @@ pd_phase() {
     for c in 1 16; do
       echo "== pd $n entries, c$c, load: $(cut -d' ' -f1-3 /proc/loadavg)"
       "$B" --addr "$GRPC" --replicas 64 --entries "$n" --skip-fill -c "$c" -d "$DURATION" \
-        --json "$OUT/pd_${n}_c$c.json" pd --admin-addr "$ADMIN" --rounds "${PD_ROUNDS:-2}"
+        --server-pid "$SERVER_PID" --json "$OUT/pd_${n}_c$c.json" \
+        pd --admin-addr "$ADMIN" --rounds "${PD_ROUNDS:-2}"
     done
     stop_server
     rm -rf "$OUT/data-pd-$n"
