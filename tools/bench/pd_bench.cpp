@@ -93,75 +93,59 @@ std::string report_stats(const workload& w, const pd_shape& s,
 
 answer_tally tally_of(const loop_result& r) { return {r.ok, r.errors, r.labels}; }
 
-}  // namespace
+/// One measured phase.
+struct phase {
+  std::string name;
+  bool pd = false;
+  loop_result r;
+  double cpu_s = -1;  ///< the server's CPU time over the phase; < 0 unknown
+};
 
-pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
-                             const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
-  pd_bench_result out;
-  const int prefill = w.shape().replicas;
-  out.result["topology"] = {{"tenants", w.shape().tenants},
-                            {"prefill_replicas", prefill},
-                            {"decode_replicas", o.shape.decode},
-                            {"pools", o.shape.explicit_ids ? "replicaIds" : "replicaIdPatterns"},
-                            {"rounds", o.rounds}};
-  if (auto bad = push_topology(o, pd_topology_json(w, o.shape)); !bad.empty()) {
-    out.error = bad;
-    return out;
-  }
-  const std::shared_ptr<grpc::Channel>& ch = channels.front();
-  if (auto bad = report_stats(w, o.shape, ch, true); !bad.empty()) {
-    out.error = bad;
-    return out;
-  }
-  std::cerr << "pd: pushed " << w.shape().tenants << " topologies of " << prefill << " prefill + "
-            << o.shape.decode << " decode replicas; stats rows checked\n";
+/// Both RPCs over all rounds.
+struct totals {
+  loop_result route, pd;
+  double route_cpu_s = 0, pd_cpu_s = 0;  ///< < 0 unknown
+  std::vector<double> route_server_us;   ///< LookupRoute's own lookup_latency_us
+};
 
-  struct phase {
-    std::string name;
-    bool pd;
-    loop_result r;
-    double cpu_s;  ///< the server's CPU time over the phase; < 0 unknown
-  };
-  std::vector<phase> phases;
-  loop_result route_all, pd_all;
-  double cpu_s[2] = {o.server_pid > 0 ? 0 : -1.0, o.server_pid > 0 ? 0 : -1.0};  // route, pd; < 0 unknown
+/// Runs `o.rounds` pairs of phases (LookupRoute first in odd rounds, LookupPDRoute first in
+/// even ones), the stats refreshed before each; "" or the first problem.
+std::string run_phases(const pd_bench_options& o, const workload& w,
+                       const std::vector<std::shared_ptr<grpc::Channel>>& channels,
+                       std::vector<phase>* phases, totals* all) {
   const auto server_cpu = [&] { return o.server_pid > 0 ? read_cpu_seconds(o.server_pid) : -1.0; };
-  std::vector<double> route_server_us;
+  if (o.server_pid <= 0) all->route_cpu_s = all->pd_cpu_s = -1;
   for (int round = 0; round < o.rounds; ++round) {
     const std::uint64_t seed = o.seed * 7919 + static_cast<std::uint64_t>(round);
-    const bool route_first = round % 2 == 0;
     for (int k = 0; k < 2; ++k) {
-      const bool pd = (k == 0) != route_first;
-      if (auto bad = report_stats(w, o.shape, ch, false); !bad.empty()) {  // same before each phase
-        out.error = bad;
-        return out;
-      }
-      const std::string name =
-          std::string(pd ? "LookupPDRoute" : "LookupRoute") + " (round " + std::to_string(round + 1) + ")";
-      loop_result r;
+      phase p;
+      p.pd = (k == 0) == (round % 2 == 1);
+      p.name = std::string(p.pd ? "LookupPDRoute" : "LookupRoute") + " (round " +
+               std::to_string(round + 1) + ")";
+      if (auto bad = report_stats(w, o.shape, channels.front(), false); !bad.empty()) return bad;
       const double cpu0 = server_cpu();
-      if (pd) {
+      if (p.pd) {
         pd_calls calls(channels, o.concurrency, w, o.shape, o.chains, seed);
-        r = run_closed_loop(calls, o.concurrency, o.lim, name);
+        p.r = run_closed_loop(calls, o.concurrency, o.lim, p.name);
       } else {
         lookup_calls calls(channels, o.concurrency, w, o.chains, seed);
-        r = run_closed_loop(calls, o.concurrency, o.lim, name);
+        p.r = run_closed_loop(calls, o.concurrency, o.lim, p.name);
         const auto srv = calls.server_latencies_us();
-        route_server_us.insert(route_server_us.end(), srv.begin(), srv.end());
+        all->route_server_us.insert(all->route_server_us.end(), srv.begin(), srv.end());
       }
       const double cpu1 = server_cpu();
-      const double used = cpu0 >= 0 && cpu1 >= 0 ? cpu1 - cpu0 : -1;
-      cpu_s[pd ? 1 : 0] = used >= 0 && cpu_s[pd ? 1 : 0] >= 0 ? cpu_s[pd ? 1 : 0] + used : -1;
-      merge_into(pd ? &pd_all : &route_all, r);
-      phases.push_back({name, pd, std::move(r), used});
+      if (cpu0 >= 0 && cpu1 >= 0) p.cpu_s = cpu1 - cpu0;
+      double& sum = p.pd ? all->pd_cpu_s : all->route_cpu_s;
+      sum = p.cpu_s >= 0 && sum >= 0 ? sum + p.cpu_s : -1;
+      merge_into(p.pd ? &all->pd : &all->route, p.r);
+      phases->push_back(std::move(p));
     }
   }
+  return "";
+}
 
-  std::cout << "\nindex: " << o.chains << " chains of " << w.shape().chain_blocks << " blocks, "
-            << w.shape().tenants << " tenants; topology per tenant: " << prefill << " prefill + "
-            << o.shape.decode << " decode replicas ("
-            << (o.shape.explicit_ids ? "replicaIds" : "replicaIdPatterns") << "); concurrency "
-            << o.concurrency << ", " << channels.size() << " channels\n";
+/// Prints the table and the ratios; fills `out->result` and `out->error` (the verdict).
+void summarise(std::vector<phase>& phases, totals& all, pd_bench_result* out) {
   print_latency_header();
   json rounds = json::array();
   for (auto& p : phases) {
@@ -171,46 +155,73 @@ pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
     if (p.cpu_s >= 0 && p.r.ok > 0) j["server_cpu_us_per_call"] = p.cpu_s * 1e6 / static_cast<double>(p.r.ok);
     rounds.push_back(std::move(j));
   }
-  json route = latency_phase("LookupRoute (all rounds)", route_all);
-  json pd = latency_phase("LookupPDRoute (all rounds)", pd_all);
-  out.result["phases"] = rounds;
+  json route = latency_phase("LookupRoute (all rounds)", all.route);
+  json pd = latency_phase("LookupPDRoute (all rounds)", all.pd);
   json ratio_j = ratio("LookupPDRoute / LookupRoute", pd, route);
   const double route_rate = route.value("calls_per_s", 0.0);
   ratio_j["calls_per_s"] = route_rate > 0 ? pd.value("calls_per_s", 0.0) / route_rate : 0;
   json per_round = json::array();
-  for (std::size_t i = 0; i + 1 < rounds.size(); i += 2) {
-    const json& a = rounds[i].value("rpc", "") == "LookupPDRoute" ? rounds[i] : rounds[i + 1];
-    const json& b = rounds[i].value("rpc", "") == "LookupPDRoute" ? rounds[i + 1] : rounds[i];
-    const double b50 = b.value("p50_us", 0.0);
+  for (std::size_t i = 0; i + 1 < rounds.size(); i += 2) {  // a round's two phases are adjacent
+    const bool pd_first = rounds[i].value("rpc", "") == "LookupPDRoute";
+    const json& a = rounds[pd_first ? i : i + 1];
+    const double b50 = rounds[pd_first ? i + 1 : i].value("p50_us", 0.0);
     per_round.push_back(b50 > 0 ? a.value("p50_us", 0.0) / b50 : 0);
   }
   ratio_j["p50_per_round"] = per_round;
   std::cout << "  calls/s " << fmt(ratio_j["calls_per_s"].get<double>(), 2) << "x; p50 per round:";
   for (const auto& v : per_round) std::cout << " " << fmt(v.get<double>(), 2) << "x";
   std::cout << "\n";
-  if (cpu_s[0] > 0 && cpu_s[1] >= 0 && route_all.ok > 0 && pd_all.ok > 0) {
-    const double route_us = cpu_s[0] * 1e6 / static_cast<double>(route_all.ok);
-    const double pd_us = cpu_s[1] * 1e6 / static_cast<double>(pd_all.ok);
+  if (all.route_cpu_s > 0 && all.pd_cpu_s >= 0 && all.route.ok > 0 && all.pd.ok > 0) {
+    const double route_us = all.route_cpu_s * 1e6 / static_cast<double>(all.route.ok);
+    const double pd_us = all.pd_cpu_s * 1e6 / static_cast<double>(all.pd.ok);
     route["server_cpu_us_per_call"] = route_us;
     pd["server_cpu_us_per_call"] = pd_us;
     ratio_j["server_cpu"] = pd_us / route_us;
     std::cout << "server CPU per call (all its threads): LookupRoute " << fmt(route_us)
               << " us, LookupPDRoute " << fmt(pd_us) << " us: " << fmt(pd_us / route_us, 2) << "x\n";
   }
-  out.result["lookup"] = route;
-  out.result["pd_lookup"] = pd;
-  out.result["ratio"] = ratio_j;
-  latency_summary srv = summarize(route_server_us);
-  out.result["lookup_server_reported"] = to_json(srv);
+  out->result["phases"] = rounds;
+  out->result["lookup"] = route;
+  out->result["pd_lookup"] = pd;
+  out->result["ratio"] = ratio_j;
+  latency_summary srv = summarize(all.route_server_us);
+  out->result["lookup_server_reported"] = to_json(srv);
   std::cout << "LookupRoute server-reported lookup_latency_us p50/p99: " << fmt(srv.p50) << " / "
             << fmt(srv.p99) << "\n";
-  for (const auto* t : {&route_all, &pd_all}) {
-    std::cout << (t == &pd_all ? "LookupPDRoute" : "LookupRoute") << " answers:";
+  for (const loop_result* t : {&all.route, &all.pd}) {
+    std::cout << (t == &all.pd ? "LookupPDRoute" : "LookupRoute") << " answers:";
     for (const auto& [k, v] : t->labels) std::cout << " " << k << "=" << v;
     std::cout << "\n";
   }
-  out.error = pd_verdict(tally_of(route_all), tally_of(pd_all));
-  std::cout << "pd: " << (out.error.empty() ? "answers are real hits: ratio valid" : "FAILED: " + out.error) << "\n";
+  out->error = pd_verdict(tally_of(all.route), tally_of(all.pd));
+  std::cout << "pd: " << (out->error.empty() ? "answers are real hits: ratio valid" : "FAILED: " + out->error)
+            << "\n";
+}
+
+}  // namespace
+
+pd_bench_result run_pd_bench(const pd_bench_options& o, const workload& w,
+                             const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
+  pd_bench_result out;
+  const int prefill = w.shape().replicas;
+  const char* pools = o.shape.explicit_ids ? "replicaIds" : "replicaIdPatterns";
+  out.result["topology"] = {{"tenants", w.shape().tenants}, {"prefill_replicas", prefill},
+                            {"decode_replicas", o.shape.decode}, {"pools", pools},
+                            {"rounds", o.rounds}};
+  out.error = push_topology(o, pd_topology_json(w, o.shape));
+  if (out.error.empty()) out.error = report_stats(w, o.shape, channels.front(), true);
+  if (!out.error.empty()) return out;
+  std::cerr << "pd: pushed " << w.shape().tenants << " topologies of " << prefill << " prefill + "
+            << o.shape.decode << " decode replicas; stats rows checked\n";
+  std::vector<phase> phases;
+  totals all;
+  out.error = run_phases(o, w, channels, &phases, &all);
+  if (!out.error.empty()) return out;
+  std::cout << "\nindex: " << o.chains << " chains of " << w.shape().chain_blocks << " blocks, "
+            << w.shape().tenants << " tenants; topology per tenant: " << prefill << " prefill + "
+            << o.shape.decode << " decode replicas (" << pools << "); concurrency "
+            << o.concurrency << ", " << channels.size() << " channels\n";
+  summarise(phases, all, &out);
   return out;
 }
 
