@@ -46,14 +46,17 @@ class ToolsSmoke : public ::testing::Test {
   }
 
   /// Runs one bench mode for about a second and returns its --json document.
-  json bench(const std::string& mode, std::vector<std::string> extra = {}) {
+  /// `mode_args` follow the mode; `want` is the expected exit code.
+  json bench(const std::string& mode, std::vector<std::string> extra = {},
+             const std::vector<std::string>& mode_args = {}, int want = 0) {
     const std::string out = dir_ + "/" + mode + ".json";
     std::vector<std::string> args = {addr_, "--duration=1s", "--concurrency=4",
                                      "--entries=5000", "--json=" + out};
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back(mode);
+    args.insert(args.end(), mode_args.begin(), mode_args.end());
     auto [code, output] = test::run_to_exit(IC_BENCH_BINARY, args, 60s);
-    EXPECT_EQ(code, 0) << output;
+    EXPECT_EQ(code, want) << output;
     std::ifstream in(out);
     std::stringstream ss;
     ss << in.rdbuf();
@@ -312,6 +315,29 @@ TEST_F(ToolsSmoke, BenchFillReachesTheEntryCountAndReadsServerMemory) {
   EXPECT_GT(fill["fill"]["rss_after_bytes"].get<long>(), 0);
 }
 
+TEST_F(ToolsSmoke, BenchPdComparesLookupPDRouteWithLookupRouteOnRealHits) {
+  json pd = bench("pd", {"--replicas=64"}, {admin_, "--rounds=1"});
+  EXPECT_EQ(pd["topology"]["prefill_replicas"], 64);
+  EXPECT_EQ(pd["topology"]["decode_replicas"], 64);
+  EXPECT_GT(pd["lookup"]["answers"]["PREFIX_MATCH"].get<long>(), 0);
+  EXPECT_EQ(pd["lookup"]["answers"]["PREFIX_MATCH"], pd["lookup"]["ok"]);
+  EXPECT_GT(pd["pd_lookup"]["answers"]["PREFIX_MATCH"].get<long>(), 0);
+  EXPECT_EQ(pd["pd_lookup"]["answers"]["PREFIX_MATCH"], pd["pd_lookup"]["ok"]);
+  EXPECT_EQ(pd["pd_lookup"]["errors"], 0);
+  EXPECT_EQ(pd["phases"].size(), 2u);
+  EXPECT_GT(pd["ratio"]["p50"].get<double>(), 0);
+  EXPECT_GT(pd["ratio"]["calls_per_s"].get<double>(), 0);
+  // The topology the bench pushed is the server's store now: 4 tenants, 64 + 64 each.
+  auto [rc, out] = cli({"topology", "show", "--json"});
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("bench-tenant-3"), std::string::npos) << out;
+  EXPECT_NE(out.find("bench-decode-*"), std::string::npos) << out;
+  // Over an index that does not hold the chains, the run fails instead of timing misses.
+  json miss = bench("pd", {"--replicas=64", "--model=not-filled", "--skip-fill"},
+                    {admin_, "--rounds=1"}, 1);
+  EXPECT_NE(miss.value("error", "").find("were PREFIX_MATCH"), std::string::npos) << miss.dump();
+}
+
 TEST_F(ToolsSmoke, BenchRecoveryRestartsItsOwnServer) {
   const std::string out = dir_ + "/recovery.json";
   auto [code, output] = test::run_to_exit(
@@ -377,6 +403,9 @@ TEST_F(ToolsSmoke, BenchRefusesRemoteTargetsAndBadFlags) {
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--duration=0s", "baseline"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"lookup", "--concurrency=0"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd"}, 20s).first, 2);  // no --admin-addr
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd", "--admin-addr=10.0.0.1:8081"}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd", "--admin-addr=127.0.0.1:1", "--decode-replicas=0"}, 20s).first, 2);
   EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"killloop", "--server-binary=x", "--cycles=0"}, 20s).first, 2);
 }
 

@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak, frames. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak, frames, pd. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -8,15 +8,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iomanip>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "tools/bench/killloop.hpp"
+#include "tools/bench/pd_bench.hpp"
+#include "tools/bench/report.hpp"
 #include "tools/bench/runner.hpp"
 #include "tools/bench/server_child.hpp"
 #include "tools/bench/soak.hpp"
@@ -84,6 +84,13 @@ struct options {
   std::string markdown_file;
   // frames
   std::string out_dir;                   ///< where the gRPC-framed request bodies go
+  // pd
+  std::string admin_addr;                ///< the server's admin port (/topology)
+  std::string token;                     ///< admin bearer token; default none
+  std::string token_file;                ///< file holding the token (trimmed); default none
+  pd_shape pd;
+  int rounds = 2;                        ///< pairs of LookupRoute/LookupPDRoute phases
+  host_port admin;                       ///< admin_addr parsed
 };
 
 /// Returns `m` as one gRPC message frame: flag 0 (uncompressed), 4-byte big-endian length,
@@ -103,42 +110,6 @@ double to_seconds_or(const std::string& text, double fallback) {
   return parse_seconds(text, &err).value_or(fallback);
 }
 
-json to_json(const latency_summary& s) {
-  return {{"count", s.count}, {"mean_us", s.mean}, {"p50_us", s.p50}, {"p90_us", s.p90},
-          {"p99_us", s.p99}, {"p999_us", s.p999}, {"max_us", s.max}};
-}
-
-std::string fmt(double v, int precision = 1) {
-  std::ostringstream ss;
-  ss << std::fixed << std::setprecision(precision) << v;
-  return ss.str();
-}
-
-/// Prints one latency row of the human table.
-void print_latency_header() {
-  std::cout << std::left << std::setw(30) << "phase" << std::right << std::setw(10) << "calls"
-            << std::setw(8) << "errors" << std::setw(11) << "calls/s" << std::setw(10) << "p50 us"
-            << std::setw(10) << "p90 us" << std::setw(10) << "p99 us" << std::setw(11) << "p99.9 us"
-            << std::setw(10) << "max us" << "\n";
-}
-
-json latency_phase(const std::string& name, loop_result& r) {
-  latency_summary s = summarize(r.latencies_us);
-  const double rate = r.elapsed_s > 0 ? static_cast<double>(r.ok) / r.elapsed_s : 0;
-  std::cout << std::left << std::setw(30) << name << std::right << std::setw(10) << r.ok
-            << std::setw(8) << r.errors << std::setw(11) << fmt(rate, 0) << std::setw(10)
-            << fmt(s.p50) << std::setw(10) << fmt(s.p90) << std::setw(10) << fmt(s.p99)
-            << std::setw(11) << fmt(s.p999) << std::setw(10) << fmt(s.max) << "\n";
-  json j = to_json(s);
-  j["ok"] = r.ok;
-  j["errors"] = r.errors;
-  j["elapsed_s"] = r.elapsed_s;
-  j["calls_per_s"] = rate;
-  j["answers"] = r.labels;
-  if (!r.first_error.empty()) j["first_error"] = r.first_error;
-  return j;
-}
-
 json ingest_summary(const std::string& name, ingest_result& r) {
   latency_summary stream = summarize(r.stream_latency_us);
   latency_summary ack = summarize(r.ack_wait_us);
@@ -156,15 +127,6 @@ json ingest_summary(const std::string& name, ingest_result& r) {
          {"stream_latency", to_json(stream)}, {"ack_reasons", r.ack_reasons}};
   if (!r.first_error.empty()) j["first_error"] = r.first_error;
   return j;
-}
-
-/// Ratio lookup/baseline at p50 and p99, printed and returned.
-json ratio(const std::string& what, const json& lookup, const json& base) {
-  const double b50 = base.value("p50_us", 0.0), b99 = base.value("p99_us", 0.0);
-  const double r50 = b50 > 0 ? lookup.value("p50_us", 0.0) / b50 : 0;
-  const double r99 = b99 > 0 ? lookup.value("p99_us", 0.0) / b99 : 0;
-  std::cout << what << ": p50 " << fmt(r50, 2) << "x, p99 " << fmt(r99, 2) << "x\n";
-  return {{"p50", r50}, {"p99", r99}};
 }
 
 /// Shared machinery for one run: target, channels, workload, results.
@@ -187,6 +149,7 @@ class bench_run {
     else if (o_.mode == "killloop") rc = run_killloop_mode();
     else if (o_.mode == "soak") rc = run_soak_mode();
     else if (o_.mode == "frames") rc = run_frames_mode();
+    else if (o_.mode == "pd") rc = run_pd_mode();
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -571,6 +534,26 @@ class bench_run {
     return kExitOk;
   }
 
+  /// LookupPDRoute beside LookupRoute over the (pre)filled index (tools/bench/pd_bench.hpp).
+  int run_pd_mode() {
+    const std::uint64_t chains = prefill();
+    if (prefill_failed_) return fail_line("prefill failed: " + prefill_error_);
+    if (chains == 0) return fail_line("--entries must be positive");
+    pd_bench_options p;
+    p.admin = o_.admin;
+    p.token = o_.token;
+    p.shape = o_.pd;
+    p.rounds = o_.rounds;
+    p.concurrency = o_.concurrency;
+    p.lim = phase_limits();
+    p.chains = chains;
+    p.seed = o_.shape.seed;
+    p.server_pid = o_.server_pid;
+    pd_bench_result r = run_pd_bench(p, w_, channels_);
+    for (const auto& [k, v] : r.result.items()) result_[k] = v;
+    return r.error.empty() ? kExitOk : fail_line(r.error);
+  }
+
   int fail_line(const std::string& msg) {
     std::cerr << "inferencecache-bench " << o_.mode << ": " << msg << "\n";
     result_["error"] = msg;
@@ -682,6 +665,18 @@ int run(int argc, char** argv) {
   frames->add_option("--out-dir", o.out_dir, "Directory for health_check.bin and lookup_route.bin")
       ->required();
 
+  auto* pd = app.add_subcommand(
+      "pd", "LookupPDRoute beside LookupRoute on one filled index (64 + 64 replica topology)");
+  pd->add_option("--admin-addr", o.admin_addr, "The server's admin port host:port (/topology)")
+      ->required();
+  pd->add_option("--token", o.token, "Admin bearer token");
+  pd->add_option("--token-file", o.token_file, "File holding the admin bearer token");
+  pd->add_option("--decode-replicas", o.pd.decode, "Decode replicas per topology (prefill = --replicas)")
+      ->capture_default_str();
+  pd->add_flag("--explicit-ids", o.pd.explicit_ids, "Pools list every replica id (default: one pattern)");
+  pd->add_option("--rounds", o.rounds, "Pairs of phases (LookupRoute, LookupPDRoute; swapped each round)")
+      ->capture_default_str();
+
   if (auto code = parse_command_line(app, argc, argv, "inferencecache-bench")) return *code;
   o.mode = app.get_subcommands().front()->get_name();
   o.duration_given = app.get_option("--duration")->count() > 0;
@@ -727,6 +722,16 @@ int run(int argc, char** argv) {
     if (o.warmup_minutes < 0) return usage("--warmup must not be negative");
     if (o.max_rss_growth <= 0) return usage("--max-rss-growth must be positive");
     if (o.journal_fs_mb > (1u << 20)) return usage("--journal-fs-mb is too large");
+  }
+  if (o.mode == "pd") {
+    auto admin = parse_host_port(o.admin_addr, &err);
+    if (!admin) return usage("--admin-addr: " + err);
+    if (!o.allow_remote && !is_loopback_host(admin->host))
+      return usage("--admin-addr " + o.admin_addr + " is not a loopback address; pass --allow-remote");
+    o.admin = *admin;
+    if (!o.token_file.empty() && !read_token_file(o.token_file, &o.token, &err)) return usage(err);
+    if (o.rounds <= 0 || o.rounds > 100) return usage("--rounds must be in [1, 100]");
+    if (auto bad = validate(workload(o.shape), o.pd); !bad.empty()) return usage(bad);
   }
   std::signal(SIGPIPE, SIG_IGN);
   bench_run r(o);

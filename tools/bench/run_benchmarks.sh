@@ -7,6 +7,8 @@
 #   H2LOAD_SIZES="$SIZES"     index sizes of the h2load phases ("" skips them)
 #   H2LOAD_DURATION=10        seconds per h2load phase (after a 1 s warm-up)
 #   ONLY=h2load               run only the h2load phases (quick iterations)
+#   ONLY=pd                   run only the pd phase: LookupPDRoute beside LookupRoute (issue #14)
+#   PD_SIZES="$SIZES"  PD_ROUNDS=2   index sizes and rounds of the pd phase ("" skips it)
 set -euo pipefail
 BUILD=${1:-build}
 B=$BUILD/tools/inferencecache-bench
@@ -18,6 +20,7 @@ mkdir -p "$OUT"
 
 SERVER_PID=""
 GRPC=""
+ADMIN=""
 start_server() {  # start_server NAME [CAP]: fresh data dir, index cap (default unbounded), journal on without fsync
   local dir="$OUT/data-$1"
   rm -rf "$dir" && mkdir -p "$dir"
@@ -31,6 +34,7 @@ start_server() {  # start_server NAME [CAP]: fresh data dir, index cap (default 
     sleep 0.1
   done
   grep -q '"ready"' "$dir/server.log" || { echo "server did not start: $(tail -2 "$dir/server.log")" >&2; exit 1; }
+  ADMIN=$(grep -o '"snapshot_addr":"[^"]*' "$dir/server.log" | cut -d'"' -f4)
 }
 stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" || true; SERVER_PID=""; }
 trap '[ -n "$SERVER_PID" ] && kill -KILL "$SERVER_PID" 2>/dev/null || true' EXIT
@@ -76,7 +80,30 @@ h2load_suite() {  # h2load_suite N: prefill N entries, then the six phases side 
   rm -rf "$OUT/data-h2load-$n"
 }
 
+# --- pd: LookupPDRoute beside LookupRoute on one index (issue #14) -------------------------
+# Chains on 64 replicas (the prefill side), a topology of 64 prefill + 64 decode replicas per
+# tenant pushed to /topology by the bench; PD_ROUNDS pairs of phases, at concurrency 1 and 16,
+# with the server's CPU time per call of each RPC (from /proc/PID/stat around every phase).
+PD_SIZES=${PD_SIZES-$SIZES}
+pd_phase() {
+  local n c
+  for n in $PD_SIZES; do
+    start_server "pd-$n"
+    "$B" --addr "$GRPC" --replicas 64 --entries "$n" --server-pid "$SERVER_PID" \
+      --json "$OUT/pd_fill_$n.json" fill
+    for c in 1 16; do
+      echo "== pd $n entries, c$c, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+      "$B" --addr "$GRPC" --replicas 64 --entries "$n" --skip-fill -c "$c" -d "$DURATION" \
+        --server-pid "$SERVER_PID" --json "$OUT/pd_${n}_c$c.json" \
+        pd --admin-addr "$ADMIN" --rounds "${PD_ROUNDS:-2}"
+    done
+    stop_server
+    rm -rf "$OUT/data-pd-$n"
+  done
+}
+
 echo "== machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ "${ONLY:-}" = pd ] && { pd_phase; echo "== done; results in $OUT"; exit 0; }
 if [ -n "$H2LOAD_SIZES" ]; then
   command -v h2load >/dev/null || { echo "h2load missing: scripts/install_deps.sh installs nghttp2-client" >&2; exit 1; }
   for n in $H2LOAD_SIZES; do h2load_suite "$n"; done
@@ -114,4 +141,5 @@ for n in $SIZES; do
       --server-arg=--max-index-entries=0 --signal "$sig" --restart-timeout 300s
   done
 done
+pd_phase
 echo "== done; results in $OUT"

@@ -156,15 +156,31 @@ std::string health_calls::label(int slot) {
       resp_[static_cast<std::size_t>(slot)].status());
 }
 
+namespace {
+
+/// One stub per slot, spread over the channels round-robin.
+std::vector<std::unique_ptr<v1::InferenceCache::Stub>> make_stubs(
+    const std::vector<std::shared_ptr<grpc::Channel>>& channels, int slots) {
+  std::vector<std::unique_ptr<v1::InferenceCache::Stub>> out;
+  for (int i = 0; i < slots; ++i)
+    out.push_back(v1::InferenceCache::NewStub(channels[static_cast<std::size_t>(i) % channels.size()]));
+  return out;
+}
+
+}  // namespace
+
+chain_picker::chain_picker(int slots, std::uint64_t chains, std::uint64_t seed)
+    : chains_(chains == 0 ? 1 : chains) {
+  for (int i = 0; i < slots; ++i) rng_.emplace_back(mix64(seed + static_cast<std::uint64_t>(i)));
+}
+
+std::uint64_t chain_picker::next(int slot) { return rng_[static_cast<std::size_t>(slot)]() % chains_; }
+
 lookup_calls::lookup_calls(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int slots,
                            const workload& w, std::uint64_t chains, std::uint64_t seed)
-    : w_(w), chains_(chains == 0 ? 1 : chains), req_(static_cast<std::size_t>(slots)),
-      resp_(static_cast<std::size_t>(slots)), server_us_(static_cast<std::size_t>(slots)) {
-  for (int i = 0; i < slots; ++i) {
-    stubs_.push_back(v1::InferenceCache::NewStub(channels[static_cast<std::size_t>(i) % channels.size()]));
-    rng_.emplace_back(mix64(seed + static_cast<std::uint64_t>(i)));
-  }
-}
+    : w_(w), picker_(slots, chains, seed), stubs_(make_stubs(channels, slots)),
+      req_(static_cast<std::size_t>(slots)), resp_(static_cast<std::size_t>(slots)),
+      server_us_(static_cast<std::size_t>(slots)) {}
 
 void add_chain_report(const workload& w, std::uint64_t chain, int blocks, updates_by_place* by_place) {
   auto key = std::make_pair(w.tenant_of(chain), w.replica_of(chain));
@@ -198,9 +214,17 @@ void whole_chain_lookup(const workload& w, std::uint64_t chain, v1::LookupRouteR
   }
 }
 
+void whole_chain_pd_lookup(const workload& w, std::uint64_t chain, v1::LookupPDRouteRequest* req) {
+  req->Clear();
+  req->set_tenant_id(w.tenant_name(w.tenant_of(chain)));
+  req->set_model_id(w.shape().model);
+  req->set_prefix_hash(be64(w.block_hash(chain, w.shape().chain_blocks - 1)));
+  req->set_prefix_token_count(w.shape().chain_blocks * w.shape().block_tokens);
+  req->set_pd_topology_ref(kPdTopologyName);
+}
+
 void lookup_calls::prepare(int slot) {
-  auto i = static_cast<std::size_t>(slot);
-  whole_chain_lookup(w_, rng_[i]() % chains_, &req_[i]);
+  whole_chain_lookup(w_, picker_.next(slot), &req_[static_cast<std::size_t>(slot)]);
 }
 
 void lookup_calls::start(int slot, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
@@ -219,6 +243,43 @@ std::vector<double> lookup_calls::server_latencies_us() const {
   std::vector<double> out;
   for (const auto& v : server_us_) out.insert(out.end(), v.begin(), v.end());
   return out;
+}
+
+pd_calls::pd_calls(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int slots,
+                   const workload& w, const pd_shape& shape, std::uint64_t chains,
+                   std::uint64_t seed)
+    : w_(w), shape_(shape), picker_(slots, chains, seed), stubs_(make_stubs(channels, slots)),
+      req_(static_cast<std::size_t>(slots)), resp_(static_cast<std::size_t>(slots)),
+      holder_(static_cast<std::size_t>(slots)) {}
+
+void pd_calls::prepare(int slot) {
+  auto i = static_cast<std::size_t>(slot);
+  const std::uint64_t chain = picker_.next(slot);
+  holder_[i] = w_.replica_name(w_.replica_of(chain));
+  whole_chain_pd_lookup(w_, chain, &req_[i]);
+}
+
+void pd_calls::start(int slot, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) {
+  auto i = static_cast<std::size_t>(slot);
+  resp_[i].Clear();
+  stubs_[i]->async()->LookupPDRoute(ctx, &req_[i], &resp_[i], std::move(done));
+}
+
+std::string pd_calls::label(int slot) {
+  auto i = static_cast<std::size_t>(slot);
+  const auto& r = resp_[i];
+  return pd_answer_label({r.reason_code(), r.prefill_replica_id(), r.decode_replica_id(),
+                          r.transport_hint()},
+                         holder_[i], shape_);
+}
+
+void merge_into(loop_result* into, const loop_result& r) {
+  into->latencies_us.insert(into->latencies_us.end(), r.latencies_us.begin(), r.latencies_us.end());
+  into->ok += r.ok;
+  into->errors += r.errors;
+  into->elapsed_s += r.elapsed_s;
+  if (into->first_error.empty()) into->first_error = r.first_error;
+  for (const auto& [k, v] : r.labels) into->labels[k] += v;
 }
 
 loop_result run_closed_loop(unary_calls& calls, int concurrency, limits lim, const std::string& name) {

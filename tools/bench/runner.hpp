@@ -24,6 +24,7 @@
 
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "tools/bench/pd_workload.hpp"
 #include "tools/bench/workload.hpp"
 
 namespace ic::tools::bench {
@@ -75,7 +76,23 @@ void add_chain_report(const workload& w, std::uint64_t chain, int blocks, update
 /// Sets `req` to the LookupRoute of the whole chain `chain` of `w` (cleared first).
 void whole_chain_lookup(const workload& w, std::uint64_t chain, v1::LookupRouteRequest* req);
 
-/// LookupRoute calls for whole chains drawn uniformly from the first `chains` chains.
+/// Sets `req` to the LookupPDRoute of chain `chain` of `w` against the tenant's `bench-pd`
+/// topology: the deepest block's hash and the chain's token count (pd-templates.md §2.1).
+void whole_chain_pd_lookup(const workload& w, std::uint64_t chain, v1::LookupPDRouteRequest* req);
+
+/// Chains drawn uniformly from the first `chains` chains, one generator per slot; two
+/// pickers with the same seed draw the same chains slot by slot.
+class chain_picker {
+ public:
+  chain_picker(int slots, std::uint64_t chains, std::uint64_t seed);
+  std::uint64_t next(int slot);
+
+ private:
+  std::uint64_t chains_;
+  std::vector<std::mt19937_64> rng_;
+};
+
+/// LookupRoute calls for whole chains drawn by a chain_picker.
 class lookup_calls final : public unary_calls {
  public:
   lookup_calls(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int slots,
@@ -89,12 +106,31 @@ class lookup_calls final : public unary_calls {
 
  private:
   const workload& w_;
-  std::uint64_t chains_;
+  chain_picker picker_;
   std::vector<std::unique_ptr<v1::InferenceCache::Stub>> stubs_;
   std::vector<v1::LookupRouteRequest> req_;
   std::vector<v1::LookupRouteResponse> resp_;
-  std::vector<std::mt19937_64> rng_;
   std::vector<std::vector<double>> server_us_;
+};
+
+/// LookupPDRoute calls for the chains a lookup_calls of the same seed draws; each answer is
+/// labelled by pd_answer_label against the replica that holds its chain.
+class pd_calls final : public unary_calls {
+ public:
+  pd_calls(const std::vector<std::shared_ptr<grpc::Channel>>& channels, int slots,
+           const workload& w, const pd_shape& shape, std::uint64_t chains, std::uint64_t seed);
+  void prepare(int slot) override;
+  void start(int slot, grpc::ClientContext* ctx, std::function<void(grpc::Status)> done) override;
+  std::string label(int slot) override;
+
+ private:
+  const workload& w_;
+  pd_shape shape_;
+  chain_picker picker_;
+  std::vector<std::unique_ptr<v1::InferenceCache::Stub>> stubs_;
+  std::vector<v1::LookupPDRouteRequest> req_;
+  std::vector<v1::LookupPDRouteResponse> resp_;
+  std::vector<std::string> holder_;  ///< the replica holding the slot's chain
 };
 
 /// What a closed loop measured.
@@ -106,6 +142,9 @@ struct loop_result {
   std::string first_error;
   std::map<std::string, std::uint64_t> labels;  ///< answers by label (reason code)
 };
+
+/// Adds the calls, samples, time and labels of `r` to `*into` (phases of one kind merged).
+void merge_into(loop_result* into, const loop_result& r);
 
 /// Drives `calls` with `concurrency` calls always in flight until `lim`; `name` tags progress
 /// lines on stderr.

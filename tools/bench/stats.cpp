@@ -1,8 +1,11 @@
 #include "tools/bench/stats.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <sstream>
 
@@ -39,6 +42,23 @@ std::int64_t read_rss_bytes(int pid) {
     }
   }
   return -1;
+}
+
+double read_cpu_seconds(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto paren = text.rfind(')');  // the command name may hold spaces and parentheses
+  if (paren == std::string::npos) return -1;
+  std::istringstream ss(text.substr(paren + 1));
+  std::string field;
+  double utime = -1, stime = -1;
+  for (int i = 3; i <= 15 && ss >> field; ++i) {  // field 3 is the state; 14 utime, 15 stime
+    if (i == 14) utime = std::stod(field);
+    if (i == 15) stime = std::stod(field);
+  }
+  const long hz = ::sysconf(_SC_CLK_TCK);
+  if (utime < 0 || stime < 0 || hz <= 0) return -1;
+  return (utime + stime) / static_cast<double>(hz);
 }
 
 }  // namespace ic::tools::bench

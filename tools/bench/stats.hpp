@@ -1,4 +1,5 @@
-// Latency percentiles over recorded samples (microseconds), and resident memory of a process.
+// Latency percentiles over recorded samples (microseconds), and resident memory and CPU time
+// of a process.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +19,9 @@ latency_summary summarize(std::vector<double>& samples);
 
 /// VmRSS of process `pid` in bytes from /proc/<pid>/status; -1 when unreadable.
 std::int64_t read_rss_bytes(int pid);
+
+/// CPU time (user + system, all threads) of process `pid` in seconds from /proc/<pid>/stat;
+/// -1 when unreadable.
+double read_cpu_seconds(int pid);
 
 }  // namespace ic::tools::bench

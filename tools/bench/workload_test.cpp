@@ -84,5 +84,18 @@ TEST(Stats, NearestRankPercentiles) {
 
 TEST(Stats, ReadsOwnResidentMemory) { EXPECT_GT(read_rss_bytes(::getpid()), 0); }
 
+TEST(Stats, ReadsOwnCpuTimeWhichGrowsWithWork) {
+  const double before = read_cpu_seconds(::getpid());
+  ASSERT_GE(before, 0);
+  volatile std::uint64_t x = 0;
+  double after = before;
+  for (int round = 0; round < 100 && after < before + 0.02; ++round) {
+    for (std::uint64_t i = 0; i < 20'000'000; ++i) x = x + i;
+    after = read_cpu_seconds(::getpid());
+  }
+  EXPECT_GE(after, before + 0.02);
+  EXPECT_EQ(read_cpu_seconds(-1), -1);
+}
+
 }  // namespace
 }  // namespace ic::tools::bench

@@ -58,12 +58,8 @@ int verb_env::admin_call(http_request* req, http_response* res) const {
   auto target = parse_host_port(g->admin_addr, &err);
   if (!target) return usage("--admin-addr: " + err);
   std::string token = g->token;
-  if (!g->token_file.empty()) {
-    if (!read_file(g->token_file, &token, &err)) return usage(err);
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
-    while (!token.empty() && std::isspace(static_cast<unsigned char>(token.front()))) token.erase(0, 1);
-  }
-  if (!token.empty()) req->headers.push_back({"Authorization", "Bearer " + token});
+  if (!g->token_file.empty() && !read_token_file(g->token_file, &token, &err)) return usage(err);
+  add_bearer(token, req);
   *res = http_call(*target, *req, timeout_s());
   if (!res->error.empty()) return fail(g->admin_addr + ": " + res->error);
   return -1;

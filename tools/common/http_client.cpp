@@ -8,6 +8,8 @@
 #include <cctype>
 #include <chrono>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace ic::tools {
 namespace {
@@ -156,6 +158,25 @@ http_response http_call(const host_port& target, const http_request& req, double
     out.body = std::move(body);
   }
   return out;
+}
+
+bool read_token_file(const std::string& path, std::string* token, std::string* err) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *err = "cannot read " + path;
+    return false;
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  const auto first = t.find_first_not_of(" \t\r\n\f\v");
+  const auto last = t.find_last_not_of(" \t\r\n\f\v");
+  *token = first == std::string::npos ? "" : t.substr(first, last - first + 1);
+  return true;
+}
+
+void add_bearer(const std::string& token, http_request* req) {
+  if (!token.empty()) req->headers.push_back({"Authorization", "Bearer " + token});
 }
 
 }  // namespace ic::tools

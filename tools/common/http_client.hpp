@@ -36,4 +36,11 @@ struct http_response {
 /// Sends `req` to `target` and reads the whole answer within `timeout_s` seconds.
 http_response http_call(const host_port& target, const http_request& req, double timeout_s);
 
+/// Reads an admin bearer token from `path` with surrounding whitespace trimmed, as the
+/// server reads `--admin-token-file`; false and `*err` ("cannot read PATH") when unreadable.
+bool read_token_file(const std::string& path, std::string* token, std::string* err);
+
+/// Adds `Authorization: Bearer <token>` to `req` unless `token` is empty.
+void add_bearer(const std::string& token, http_request* req);
+
 }  // namespace ic::tools
