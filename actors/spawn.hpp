@@ -67,6 +67,7 @@ journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* l
                                   replication_link* repl, coordinator_actor coordinator,
                                   runtime_probe* probe,
                                   std::chrono::nanoseconds sweep_interval,
-                                  std::function<index::micros()> clock);
+                                  std::function<index::micros()> clock,
+                                  std::function<std::chrono::steady_clock::time_point()> timer_clock);
 
 }  // namespace ic::actors
