@@ -2,12 +2,8 @@
 // producer and state views, and the changes observers get. §6.1–§6.6 are in cache_index_test.cpp.
 #include "index/testing/combined_index.hpp"
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
-#include <limits>
-#include <map>
-#include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
