@@ -1,7 +1,8 @@
 // The journal actor: group commit. Appends queued inputs in batches, refuses them with
 // JOURNAL_UNAVAILABLE on a write error (resuming by itself), hands committed batches to the
-// coordinator, and journals the periodic TTL sweep (on the runtime's timer clock). In replicated mode (JetStream) it only
-// publishes: the stream follower (actors/replication.hpp) applies what comes back.
+// coordinator, and journals the periodic TTL sweep (on the runtime's timer clock). In replicated
+// mode (JetStream) it only publishes: the stream follower (actors/replication.hpp) applies what
+// comes back.
 #include "actors/spawn.hpp"
 
 #include <algorithm>
@@ -136,9 +137,10 @@ journal_actor::behavior_type journal_actor_impl(
   // Replicated: the start-up sweep is published like any other record (recovery applies
   // none of its own, every replica must see the same records).
   const auto started = self->state.timer_clock();
-  const auto first = started + (repl ? std::chrono::steady_clock::duration::zero()
-                                     : std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                           sweep_interval));
+  const auto first =
+      started +
+      (repl ? std::chrono::steady_clock::duration::zero()
+            : std::chrono::duration_cast<std::chrono::steady_clock::duration>(sweep_interval));
   self->state.sweep = state::sweep_schedule(sweep_interval, first);
   self->delayed_send(self, self->state.sweep.wait(started), sweep_atom::value);
   auto schedule_flush = [self] {
@@ -198,20 +200,21 @@ journal_actor::behavior_type journal_actor_impl(
       },
       [=](sweep_atom) {  // the wake-up; exactly one is scheduled at any time
         if (sweep_if_due(self->state)) schedule_flush();
-        self->delayed_send(self, self->state.sweep.wait(self->state.timer_clock()), sweep_atom::value);
+        self->delayed_send(self, self->state.sweep.wait(self->state.timer_clock()),
+                           sweep_atom::value);
       },
   };
 }
 
 }  // namespace
 
-journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* log,
-                                  replication_link* repl, coordinator_actor coordinator,
-                                  runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
-                                  std::function<index::micros()> clock,
-                                  std::function<std::chrono::steady_clock::time_point()> timer_clock) {
-  return sys.spawn<caf::detached>(journal_actor_impl, log, repl, coordinator, probe,
-                                  sweep_interval, std::move(clock), std::move(timer_clock));
+journal_actor spawn_journal_actor(
+    caf::actor_system& sys, journal::record_log* log, replication_link* repl,
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
+    std::function<index::micros()> clock,
+    std::function<std::chrono::steady_clock::time_point()> timer_clock) {
+  return sys.spawn<caf::detached>(journal_actor_impl, log, repl, coordinator, probe, sweep_interval,
+                                  std::move(clock), std::move(timer_clock));
 }
 
 }  // namespace ic::actors

@@ -408,7 +408,8 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
   ASSERT_NE(rt, nullptr) << err;
   auto sub = std::make_shared<collecting_subscriber>(event_filter{"t", "", {2}});
   rt->subscribe(sub);
-  const auto update_at = [](const std::string& tenant, const std::string& block, std::int64_t ago_us) {
+  const auto update_at = [](const std::string& tenant, const std::string& block,
+                            std::int64_t ago_us) {
     v1::CacheStateUpdate u;
     u.set_replica_id("r1");
     u.set_model_id("m");
@@ -430,7 +431,8 @@ TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
     return p.get_future().get();
   };
   // Reported 10 s ago: already past the 5 s TTL, but no sweep is due yet.
-  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_at("t", "old", 10'000'000), 5s));
+  ASSERT_TRUE(
+      rt->append_blocking(proto::record_kind::update, update_at("t", "old", 10'000'000), 5s));
   ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_at("u", "fresh", 0), 5s));
   EXPECT_EQ(total_of_t(), 1);
   *seconds += 3'600;  // the sweep interval passes on the timer clock; no sleep

@@ -28,7 +28,8 @@ policy::result<json> parse_with(std::string_view text, std::string_view prefix, 
 }  // namespace
 
 policy::result<json> parse_document(std::string_view text, std::string_view prefix) {
-  return parse_with(text, prefix, "empty body", [&] { return json::parse(text.begin(), text.end()); });
+  return parse_with(text, prefix, "empty body",
+                    [&] { return json::parse(text.begin(), text.end()); });
 }
 
 policy::result<json> parse_first_value(std::string_view text, std::string_view prefix) {
@@ -212,9 +213,9 @@ bool reader::string_map(const json& v, const std::string& path,
   return true;
 }
 
-policy::status decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
-                                     std::string_view what,
-                                     const std::function<bool(const json&, const std::string&)>& element) {
+policy::status decode_versioned_list(
+    reader& r, const json& doc, std::string_view list_key, std::string_view what,
+    const std::function<bool(const json&, const std::string&)>& element) {
   const std::string key(list_key);
   if (!r.object(doc, "", {"version", list_key})) return r.status();
   std::int64_t version = 0;

@@ -109,8 +109,8 @@ class reader {
 /// other keys, requires `version == 1` (message `unsupported <what> version N (accepted 1)`)
 /// and calls `element(value, path)` for each list element in order until one fails.
 /// Returns `r.status()`: success, or the first error.
-policy::status decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
-                                     std::string_view what,
-                                     const std::function<bool(const json&, const std::string&)>& element);
+policy::status decode_versioned_list(
+    reader& r, const json& doc, std::string_view list_key, std::string_view what,
+    const std::function<bool(const json&, const std::string&)>& element);
 
 }  // namespace ic::admin_json
