@@ -1,7 +1,8 @@
 // The journal actor: group commit. Appends queued inputs in batches, refuses them with
 // JOURNAL_UNAVAILABLE on a write error (resuming by itself), hands committed batches to the
-// coordinator, and journals the periodic TTL sweep. In replicated mode (JetStream) it only
-// publishes: the stream follower (actors/replication.hpp) applies what comes back.
+// coordinator, and journals the periodic TTL sweep (on the runtime's timer clock). In replicated
+// mode (JetStream) it only publishes: the stream follower (actors/replication.hpp) applies what
+// comes back.
 #include "actors/spawn.hpp"
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "actors/fail_fast.hpp"
 #include "actors/replication.hpp"
 #include "proto/record_codec.hpp"
+#include "state/coordination.hpp"
 
 namespace ic::actors {
 namespace {
@@ -28,8 +30,12 @@ struct journal_actor_state {
   bool flush_scheduled = false;
   bool unavailable = false;
   std::chrono::nanoseconds sweep_interval{};
+  /// When the next TTL sweep is due, on `timer_clock`.
+  state::sweep_schedule sweep;
   /// Stamps each record with the time it is journaled (runtime_options::clock).
   std::function<index::micros()> clock;
+  /// Measures the sweep interval (runtime_options::timer_clock).
+  std::function<std::chrono::steady_clock::time_point()> timer_clock;
 };
 
 /// Records per journal write; a longer queue is written in several groups.
@@ -103,10 +109,23 @@ void publish_sweep(journal_actor_state& s) {
 }
 // --- end of replicated mode --------------------------------------------------------------
 
+/// Journals the TTL sweep when it is due on the timer clock: published (replicated) or
+/// queued before whatever is queued next. Returns true when it queued one.
+bool sweep_if_due(journal_actor_state& s) {
+  if (!s.sweep.take_due(s.timer_clock())) return false;
+  if (s.repl) {
+    publish_sweep(s);
+    return false;
+  }
+  s.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
+  return true;
+}
+
 journal_actor::behavior_type journal_actor_impl(
     journal_actor::stateful_pointer<journal_actor_state> self, journal::record_log* log,
     replication_link* repl, coordinator_actor coordinator, runtime_probe* probe,
-    std::chrono::nanoseconds sweep_interval, std::function<index::micros()> clock) {
+    std::chrono::nanoseconds sweep_interval, std::function<index::micros()> clock,
+    std::function<std::chrono::steady_clock::time_point()> timer_clock) {
   fail_fast_on_exceptions(self, "journal");
   self->state.log = log;
   self->state.repl = repl;
@@ -114,9 +133,16 @@ journal_actor::behavior_type journal_actor_impl(
   self->state.probe = probe;
   self->state.sweep_interval = sweep_interval;
   self->state.clock = std::move(clock);
+  self->state.timer_clock = std::move(timer_clock);
   // Replicated: the start-up sweep is published like any other record (recovery applies
   // none of its own, every replica must see the same records).
-  self->delayed_send(self, repl ? std::chrono::nanoseconds(0) : sweep_interval, sweep_atom::value);
+  const auto started = self->state.timer_clock();
+  const auto first =
+      started +
+      (repl ? std::chrono::steady_clock::duration::zero()
+            : std::chrono::duration_cast<std::chrono::steady_clock::duration>(sweep_interval));
+  self->state.sweep = state::sweep_schedule(sweep_interval, first);
+  self->delayed_send(self, self->state.sweep.wait(started), sweep_atom::value);
   auto schedule_flush = [self] {
     if (!self->state.flush_scheduled) {
       self->state.flush_scheduled = true;
@@ -125,6 +151,7 @@ journal_actor::behavior_type journal_actor_impl(
   };
   return {
       [=](append_atom, append_msg& msg) {
+        sweep_if_due(self->state);  // a sweep due by now goes before this input
         self->state.pending.push_back(std::move(msg));
         schedule_flush();
       },
@@ -171,27 +198,23 @@ journal_actor::behavior_type journal_actor_impl(
         s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
         if (!s.pending.empty()) schedule_flush();
       },
-      [=](sweep_atom) {
-        if (self->state.repl) {
-          publish_sweep(self->state);
-          self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
-          return;
-        }
-        self->state.pending.push_back(append_msg{proto::record_kind::sweep, {}, nullptr, 0});
-        schedule_flush();
-        self->delayed_send(self, self->state.sweep_interval, sweep_atom::value);
+      [=](sweep_atom) {  // the wake-up; exactly one is scheduled at any time
+        if (sweep_if_due(self->state)) schedule_flush();
+        self->delayed_send(self, self->state.sweep.wait(self->state.timer_clock()),
+                           sweep_atom::value);
       },
   };
 }
 
 }  // namespace
 
-journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* log,
-                                  replication_link* repl, coordinator_actor coordinator,
-                                  runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
-                                  std::function<index::micros()> clock) {
-  return sys.spawn<caf::detached>(journal_actor_impl, log, repl, coordinator, probe,
-                                  sweep_interval, std::move(clock));
+journal_actor spawn_journal_actor(
+    caf::actor_system& sys, journal::record_log* log, replication_link* repl,
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
+    std::function<index::micros()> clock,
+    std::function<std::chrono::steady_clock::time_point()> timer_clock) {
+  return sys.spawn<caf::detached>(journal_actor_impl, log, repl, coordinator, probe, sweep_interval,
+                                  std::move(clock), std::move(timer_clock));
 }
 
 }  // namespace ic::actors

@@ -146,7 +146,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
         std::make_unique<stream_follower>(p->log.get(), &p->repl->pending, p->coordinator);
   }
   p->journal = spawn_journal_actor(p->system, p->log.get(), p->repl.get(), p->coordinator,
-                                   probe, options.sweep_interval, clock);
+                                   probe, options.sweep_interval, clock, sh.timer_clock);
   return std::unique_ptr<runtime>(new runtime(std::move(p)));
 }
 

@@ -76,11 +76,12 @@ struct runtime_options {
   /// sweep and /probe their `now`; empty = the system clock. Tests pass a fake to control
   /// time. Default empty.
   std::function<index::micros()> clock;
-  /// The monotonic clock the runtime's timers are measured on (the snapshot interval and
-  /// the back-off after a failed snapshot, checked on every applied batch); empty =
-  /// std::chrono::steady_clock. Tests pass a fake to trigger a timed snapshot without
-  /// waiting. The sweep timer is a CAF delayed message of `sweep_interval` and does not read
-  /// it. Default empty.
+  /// The monotonic clock the runtime's timers are measured on: the snapshot interval and
+  /// the back-off after a failed snapshot (checked on every applied batch), and the TTL
+  /// sweep's `sweep_interval` (checked on every append and on the journal actor's wake-ups,
+  /// which sleep until the next sweep is due on this clock); empty =
+  /// std::chrono::steady_clock. Tests pass a fake to trigger a timed snapshot or sweep
+  /// without waiting. Default empty.
   std::function<std::chrono::steady_clock::time_point()> timer_clock;
   /// RocksDB environment for the journal (tests inject faults); nullptr = the default.
   rocksdb::Env* journal_env = nullptr;

@@ -397,34 +397,52 @@ TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
 }
 
 TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {
+  auto seconds = std::make_shared<std::atomic<std::int64_t>>(1'000);
+  opts_.timer_clock = [seconds] {
+    return std::chrono::steady_clock::time_point{} + std::chrono::seconds(seconds->load());
+  };
   opts_.state.default_ttl = std::chrono::seconds(5);
-  opts_.sweep_interval = std::chrono::milliseconds(100);
+  opts_.sweep_interval = std::chrono::hours(1);  // on the injected clock only
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);
   ASSERT_NE(rt, nullptr) << err;
   auto sub = std::make_shared<collecting_subscriber>(event_filter{"t", "", {2}});
   rt->subscribe(sub);
-  v1::CacheStateUpdate u;
-  u.set_replica_id("r1");
-  u.set_model_id("m");
-  u.set_tenant_id("t");
-  u.set_hash_scheme("vllm");
-  u.set_timestamp_us(std::chrono::duration_cast<std::chrono::microseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count() -
-                     10'000'000);  // reported 10 s ago: already past the 5 s TTL
-  u.add_prefixes()->set_prefix_hash("old");
-  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, u.SerializeAsString(), 5s));
-  // Bounded wait for a sweep (every 100 ms) to remove it: its PREFIX_EVICTED is published
-  // after the removal, and the next ask of the tenant's actor runs after that sweep slice.
+  const auto update_at = [](const std::string& tenant, const std::string& block,
+                            std::int64_t ago_us) {
+    v1::CacheStateUpdate u;
+    u.set_replica_id("r1");
+    u.set_model_id("m");
+    u.set_tenant_id(tenant);
+    u.set_hash_scheme("vllm");
+    u.set_timestamp_us(std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count() -
+                       ago_us);
+    u.add_prefixes()->set_prefix_hash(block);
+    return u.SerializeAsString();
+  };
+  const auto total_of_t = [&rt] {
+    std::promise<std::int64_t> p;
+    rt->cache_state("t", "m", std::chrono::steady_clock::now() + 5s,
+                    [&p](std::optional<index::cache_state_view> v) {
+                      p.set_value(v ? v->total_prefixes : -1);
+                    });
+    return p.get_future().get();
+  };
+  // Reported 10 s ago: already past the 5 s TTL, but no sweep is due yet.
+  ASSERT_TRUE(
+      rt->append_blocking(proto::record_kind::update, update_at("t", "old", 10'000'000), 5s));
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_at("u", "fresh", 0), 5s));
+  EXPECT_EQ(total_of_t(), 1);
+  *seconds += 3'600;  // the sweep interval passes on the timer clock; no sleep
+  // The next append finds the sweep due and journals it ahead of itself (another tenant,
+  // so `t`'s count below is the sweep's doing alone).
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_at("u", "fresh2", 0), 5s));
+  // Its PREFIX_EVICTED is published after the removal, and the next ask of the tenant's
+  // actor runs after that sweep slice.
   ASSERT_TRUE(sub->wait_for(1, 5s));
-  std::promise<std::int64_t> p;
-  rt->cache_state("t", "m", std::chrono::steady_clock::now() + 5s,
-                  [&p](std::optional<index::cache_state_view> v) {
-                    p.set_value(v ? v->total_prefixes : -1);
-                  });
-  const std::int64_t total = p.get_future().get();
-  EXPECT_EQ(total, 0);
+  EXPECT_EQ(total_of_t(), 0);
   auto seen = sub->snapshot();
   ASSERT_EQ(seen.size(), 1u);
   EXPECT_EQ(seen[0], "r1:2:old");

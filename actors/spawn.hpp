@@ -63,10 +63,10 @@ coordinator_actor spawn_coordinator(caf::actor_system& sys, coordinator_config c
 /// `coordinator` — or, with `repl` (replicated log), only publishes them (the stream
 /// follower of actors/replication.hpp applies what comes back).
 struct replication_link;
-journal_actor spawn_journal_actor(caf::actor_system& sys, journal::record_log* log,
-                                  replication_link* repl, coordinator_actor coordinator,
-                                  runtime_probe* probe,
-                                  std::chrono::nanoseconds sweep_interval,
-                                  std::function<index::micros()> clock);
+journal_actor spawn_journal_actor(
+    caf::actor_system& sys, journal::record_log* log, replication_link* repl,
+    coordinator_actor coordinator, runtime_probe* probe, std::chrono::nanoseconds sweep_interval,
+    std::function<index::micros()> clock,
+    std::function<std::chrono::steady_clock::time_point()> timer_clock);
 
 }  // namespace ic::actors

@@ -5,17 +5,40 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <sstream>
 
 namespace ic::admin_json {
-policy::result<json> parse_document(std::string_view text, std::string_view prefix) {
+namespace {
+
+/// Runs `parse` on non-blank `text`; a blank text is `<prefix><blank>`, a parse error
+/// `<prefix>` + nlohmann's message without its tag, on one line.
+template <class Parse>
+policy::result<json> parse_with(std::string_view text, std::string_view prefix, const char* blank,
+                                Parse&& parse) {
   if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return policy::error{std::string(prefix) + "empty body"};
+    return policy::error{std::string(prefix) + blank};
   }
   try {
-    return json::parse(text.begin(), text.end());
+    return parse();
   } catch (const std::exception& e) {
     return policy::error{one_line(std::string(prefix) + json_error_text(e))};
   }
+}
+
+}  // namespace
+
+policy::result<json> parse_document(std::string_view text, std::string_view prefix) {
+  return parse_with(text, prefix, "empty body",
+                    [&] { return json::parse(text.begin(), text.end()); });
+}
+
+policy::result<json> parse_first_value(std::string_view text, std::string_view prefix) {
+  return parse_with(text, prefix, "EOF", [&] {
+    std::istringstream in{std::string(text)};
+    json j;
+    in >> j;  // a stream read stops after the first value
+    return j;
+  });
 }
 
 std::string json_error_text(const std::exception& e) {
@@ -75,6 +98,11 @@ double shortest_double(float f) {
     if (static_cast<float>(d) == f && std::signbit(d) == std::signbit(f)) return d;
   }
   return static_cast<double>(f);
+}
+
+policy::status reader::status() const {
+  if (error_) return policy::error{*error_};
+  return {};
 }
 
 bool reader::fail(const std::string& path, const std::string& what) {
@@ -185,11 +213,11 @@ bool reader::string_map(const json& v, const std::string& path,
   return true;
 }
 
-bool decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
-                           std::string_view what,
-                           const std::function<bool(const json&, const std::string&)>& element) {
+policy::status decode_versioned_list(
+    reader& r, const json& doc, std::string_view list_key, std::string_view what,
+    const std::function<bool(const json&, const std::string&)>& element) {
   const std::string key(list_key);
-  if (!r.object(doc, "", {"version", list_key})) return false;
+  if (!r.object(doc, "", {"version", list_key})) return r.status();
   std::int64_t version = 0;
   if (auto* f = reader::field(doc, "version")) r.integer(*f, "version", version, INT32_MIN, INT32_MAX);
   if (!r.failed() && version != 1) {
@@ -201,7 +229,7 @@ bool decode_versioned_list(reader& r, const json& doc, std::string_view list_key
       if (!element((*f)[i], reader::element(key, i))) break;
     }
   }
-  return !r.failed();
+  return r.status();
 }
 
 }  // namespace ic::admin_json

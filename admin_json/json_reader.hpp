@@ -1,17 +1,20 @@
-// Strict JSON decoding for the admin stores `/topology` and `/templates` (pd-templates.md §2.2, §3.1).
+// Strict JSON decoding for the admin stores `/topology` and `/templates` (pd-templates.md §2.2,
+// §3.1), and the walk state `/policy`'s Go-compatible decoder shares.
 //
 // Both stores take one JSON object per push and refuse anything they do not understand with
 // one line naming the field: an unknown key, a wrong type, an out-of-range integer, a
 // trailing byte after the document. `reader` walks a parsed document and remembers the
-// first problem in document order; decoders stop at the first `false`. Keys match exactly
-// (these are our formats, not Go's case-insensitive decoder of `/policy`).
+// first problem in document order; each step returns `false` once anything failed (so a
+// decoder stops at the first `false`), and `status()` is the walk's outcome. Keys match
+// exactly here (these are our formats; `/policy` folds case like Go's decoder, and words its
+// messages like Go, in `policy/policy_json.cpp`, on the same `reader` and parser).
 //
 //   auto doc = ic::admin_json::parse_document(body, "decode topology: ");
 //   if (!doc) return reply(400, doc.error());
 //   ic::admin_json::reader r("decode topology: ");
 //   std::int64_t version = 0;
-//   if (!r.object(*doc, "", {"version", "topologies"})) return reply(400, r.message());
-//   if (auto* v = r.field(*doc, "version"); v && !r.integer(*v, "version", version, 0, 9)) ...
+//   if (auto* v = r.field(*doc, "version")) r.integer(*v, "version", version, 0, 9);
+//   if (auto st = r.status(); !st) return reply(400, st.error());
 #pragma once
 
 #include <cstdint>
@@ -34,8 +37,12 @@ namespace ic::admin_json {
 using json = nlohmann::ordered_json;
 
 /// Parses `text` as exactly one JSON value (whitespace around it allowed, nothing else);
-/// errors are one line starting with `prefix`.
+/// errors are one line starting with `prefix` (`<prefix>empty body` for blank text).
 policy::result<json> parse_document(std::string_view text, std::string_view prefix);
+
+/// Parses the first JSON value of `text`; bytes after it are not examined (Go's
+/// `json.Decoder.Decode`, for `/policy`). Errors as `parse_document`, `<prefix>EOF` for blank text.
+policy::result<json> parse_first_value(std::string_view text, std::string_view prefix);
 
 /// Returns nlohmann's message of a parse error without its "[json.exception.x.n] " tag.
 std::string json_error_text(const std::exception& e);
@@ -61,10 +68,11 @@ class reader {
   explicit reader(std::string prefix) : prefix_(std::move(prefix)) {}
 
   bool failed() const { return error_.has_value(); }
-  /// Returns the first error (prefix included); precondition: `failed()`.
-  const std::string& message() const { return *error_; }
+  /// Returns success, or the first error as one line (prefix included).
+  policy::status status() const;
 
-  /// Records `what` about the field at `path` (e.g. `topologies[0].name: must not be empty`).
+  /// Records `what` about the field at `path` (e.g. `topologies[0].name: must not be empty`);
+  /// an empty `path` records `<prefix><what>`. Returns false.
   bool fail(const std::string& path, const std::string& what);
 
   /// Checks that `v` is an object whose keys are all in `known`.
@@ -100,9 +108,9 @@ class reader {
 /// Decodes the root `{"version": N, "<list_key>": [...]}` of an admin store push: refuses
 /// other keys, requires `version == 1` (message `unsupported <what> version N (accepted 1)`)
 /// and calls `element(value, path)` for each list element in order until one fails.
-/// Returns false with `r.message()` set on the first error.
-bool decode_versioned_list(reader& r, const json& doc, std::string_view list_key,
-                           std::string_view what,
-                           const std::function<bool(const json&, const std::string&)>& element);
+/// Returns `r.status()`: success, or the first error.
+policy::status decode_versioned_list(
+    reader& r, const json& doc, std::string_view list_key, std::string_view what,
+    const std::function<bool(const json&, const std::string&)>& element);
 
 }  // namespace ic::admin_json

@@ -199,7 +199,6 @@ struct generator {
   }
 };
 
-/// Returns a one-line image of a LookupRoute response (for equality checks).
 /// An ALL_CLEARED event of `replica` in (tenant, model m).
 inline cache_event cleared(std::string replica, std::string tenant = "t") {
   cache_event ev;
@@ -207,6 +206,19 @@ inline cache_event cleared(std::string replica, std::string tenant = "t") {
   ev.tenant_id = std::move(tenant);
   ev.model_id = "m";
   ev.replica_id = std::move(replica);
+  return ev;
+}
+
+/// A PREFIX_EVICTED event of `hash` by `replica` in (tenant t, model m); an empty `adapter`
+/// removes the key from every adapter partition and scheme.
+inline cache_event evicted(std::string replica, std::string hash, std::string adapter = "") {
+  cache_event ev;
+  ev.type = static_cast<int>(event_type::prefix_evicted);
+  ev.tenant_id = "t";
+  ev.model_id = "m";
+  ev.replica_id = std::move(replica);
+  ev.prefix_hash = std::move(hash);
+  ev.adapter_id = std::move(adapter);
   return ev;
 }
 

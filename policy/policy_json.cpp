@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <exception>
 #include <limits>
-#include <sstream>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -19,10 +18,10 @@ namespace ic::policy {
 namespace {
 
 using ojson = nlohmann::ordered_json;
-using admin_json::json_error_text;
 using admin_json::kind_of;
 using admin_json::one_line;
 using admin_json::quote;
+using admin_json::reader;
 using admin_json::shortest_double;
 
 constexpr const char* decode_prefix = "decode policy snapshot: ";
@@ -40,11 +39,13 @@ bool fold_equal(std::string_view a, std::string_view b) {
   return true;
 }
 
-/// Decoding state: the first error in document order wins and stops the walk.
+/// Go's `encoding/json` rules over the shared walk state (`admin_json::reader`: the first
+/// error in document order wins and stops the walk): folded keys, null as "leave" or "nil",
+/// Go's message wording.
 class decoder {
  public:
-  bool failed() const { return error_.has_value(); }
-  const std::string& message() const { return *error_; }
+  /// Returns success, or the first error as one line `decode policy snapshot: <Go's message>`.
+  status outcome() const { return r_.status(); }
 
   bool type_error(const ojson& v, const std::string& path, std::string_view type) {
     return fail("json: cannot unmarshal " + kind_of(v) + " into field " + path + " of type " +
@@ -124,7 +125,7 @@ class decoder {
     if (!v.is_object()) return type_error(v, path, "object");
     if (!out) out.emplace();
     for (const auto& [key, val] : v.items()) {
-      const std::string p = path + "." + key;
+      const std::string p = reader::member(path, key);
       bool ok = true;
       if (fold_equal(key, "enableChainMatching")) {
         ok = bool_ptr(val, p, out->enable_chain_matching);
@@ -144,7 +145,7 @@ class decoder {
     if (v.is_null()) return true;  // Go: null into a struct is a no-op (zero entry).
     if (!v.is_object()) return type_error(v, path, "object");
     for (const auto& [key, val] : v.items()) {
-      const std::string p = path + "." + key;
+      const std::string p = reader::member(path, key);
       bool ok = true;
       if (fold_equal(key, "namespace")) {
         ok = string(val, p, out.namespace_name);
@@ -176,7 +177,7 @@ class decoder {
     if (v.is_null()) return true;
     if (!v.is_object()) return type_error(v, path, "object");
     for (const auto& [key, val] : v.items()) {
-      const std::string p = path + "." + key;
+      const std::string p = reader::member(path, key);
       bool ok = true;
       if (fold_equal(key, "tenantID")) {
         ok = string(val, p, out.tenant_id);
@@ -203,7 +204,7 @@ class decoder {
     out.reserve(v.size());
     for (std::size_t i = 0; i < v.size(); ++i) {
       out.emplace_back();
-      if (!(this->*element)(v[i], path + "[" + std::to_string(i) + "]", out.back())) return false;
+      if (!(this->*element)(v[i], reader::element(path, i), out.back())) return false;
     }
     return true;
   }
@@ -230,40 +231,21 @@ class decoder {
   }
 
  private:
-  bool fail(std::string msg) {
-    if (!error_) error_ = one_line(std::move(msg));
-    return false;
-  }
+  bool fail(const std::string& msg) { return r_.fail("", msg); }
 
-  std::optional<std::string> error_;
+  reader r_{decode_prefix};
 };
-
-/// Parses the first JSON value of `text` (trailing bytes are not examined, as in Go's
-/// json.Decoder.Decode); errors are one line without nlohmann's "[json.exception...]" tag.
-result<ojson> parse_first_value(std::string_view text) {
-  if (text.find_first_not_of(" \t\r\n") == std::string_view::npos) {
-    return error{std::string(decode_prefix) + "EOF"};
-  }
-  try {
-    std::istringstream in{std::string(text)};
-    ojson j;
-    in >> j;
-    return j;
-  } catch (const std::exception& e) {
-    return error{one_line(decode_prefix + json_error_text(e))};
-  }
-}
 
 }  // namespace
 
 result<policy_set> decode_policy_set(std::string_view json_text) {
-  auto parsed = parse_first_value(json_text);
+  auto parsed = admin_json::parse_first_value(json_text, decode_prefix);
   if (!parsed) return error{parsed.error()};
   policy_set set;
   set.version = 0;  // absent version is Go's zero value, which the version check refuses
   decoder d;
   try {
-    if (!d.snapshot(*parsed, set)) return error{decode_prefix + d.message()};
+    if (!d.snapshot(*parsed, set)) return error{d.outcome().error()};
   } catch (const std::exception& e) {  // nlohmann type errors "cannot happen" after the checks
     return error{one_line(std::string(decode_prefix) + e.what())};
   }

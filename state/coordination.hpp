@@ -3,7 +3,8 @@
 // with the headroom rule `must_apply_alone`), the §4.6 cap merge run by messages after an
 // exclusive update (`cap_merge`), and the snapshot schedule (`snapshot_schedule`). The
 // coordinator actor (actors/coordinator.cpp) holds one of each and only executes what they
-// decide: it sends the messages and feeds the replies back.
+// decide: it sends the messages and feeds the replies back. The journal actor holds the
+// TTL sweep's timer (`sweep_schedule`) the same way.
 //
 //   switch (machine.next(front_item, jobs_queued, drained_now, pending_growth, nonreserved)) {
 //     case dispatch_action::dispatch: /* send the front item */ break;
@@ -184,6 +185,38 @@ class snapshot_schedule {
   std::uint64_t every_records_ = 0;
   clock::time_point last_at_{};
   clock::time_point backoff_until_{};
+};
+
+/// When the TTL sweep is journaled: first at `first_at`, then every `interval` after the
+/// previous one was taken, on the runtime's timer clock (runtime_options::timer_clock). The
+/// owner asks `take_due` on each of its wake-ups and on every append, and sleeps `wait`
+/// between wake-ups, so an injected clock drives the sweep without real waiting.
+class sweep_schedule {
+ public:
+  using clock = std::chrono::steady_clock;
+
+  /// Never due.
+  sweep_schedule() = default;
+  /// An `interval` ≤ 0 is never due.
+  sweep_schedule(std::chrono::nanoseconds interval, clock::time_point first_at)
+      : interval_(std::chrono::duration_cast<clock::duration>(interval)), next_at_(first_at) {}
+
+  /// Returns true when a sweep is due at `now`; the next one is then due `interval` later.
+  bool take_due(clock::time_point now) {
+    if (interval_.count() <= 0 || now < next_at_) return false;
+    next_at_ = now + interval_;
+    return true;
+  }
+  /// Returns how long after `now` the next sweep is due (zero when due; 24 h when never
+  /// due, a bounded wake-up).
+  clock::duration wait(clock::time_point now) const {
+    if (interval_.count() <= 0) return std::chrono::hours(24);
+    return std::max(clock::duration::zero(), next_at_ - now);
+  }
+
+ private:
+  clock::duration interval_{};
+  clock::time_point next_at_ = clock::time_point::max();
 };
 
 }  // namespace ic::state

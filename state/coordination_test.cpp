@@ -1,5 +1,5 @@
 // The coordinator's rules without actors: the phase machine, the headroom rule, the cap merge
-// by messages and the snapshot schedule, with time as an argument (no clock, no sleeps).
+// by messages, the snapshot and sweep schedules, with time as an argument (no clock, no sleeps).
 #include "state/coordination.hpp"
 
 #include <gtest/gtest.h>
@@ -217,6 +217,29 @@ TEST(SnapshotSchedule, AFailureBacksOffAtLeastAMinuteOrTheInterval) {
   slow.failed(t0);
   EXPECT_FALSE(slow.due(100, t0 + 4min));
   EXPECT_TRUE(slow.due(100, t0 + 5min));
+}
+
+TEST(SweepSchedule, DueFromTheFirstTimeThenOneIntervalAfterEachSweepTaken) {
+  const auto t0 = clock::time_point{} + 1h;
+  sweep_schedule s(1min, t0 + 1min);
+  EXPECT_EQ(s.wait(t0), clock::duration(1min));
+  EXPECT_FALSE(s.take_due(t0 + 59s));
+  EXPECT_TRUE(s.take_due(t0 + 90s));  // late: the next one counts from here
+  EXPECT_FALSE(s.take_due(t0 + 90s));
+  EXPECT_EQ(s.wait(t0 + 100s), clock::duration(50s));
+  EXPECT_FALSE(s.take_due(t0 + 149s));
+  EXPECT_TRUE(s.take_due(t0 + 150s));
+  EXPECT_EQ(s.wait(t0 + 1h), clock::duration::zero());
+}
+
+TEST(SweepSchedule, StartUpSweepIsDueAtOnceAndNoIntervalIsNeverDue) {
+  const auto t0 = clock::time_point{} + 1h;
+  sweep_schedule at_start(1min, t0);
+  EXPECT_EQ(at_start.wait(t0), clock::duration::zero());
+  EXPECT_TRUE(at_start.take_due(t0));
+  EXPECT_FALSE(sweep_schedule(0s, t0).take_due(t0 + 24h));
+  EXPECT_FALSE(sweep_schedule().take_due(t0 + 24h));
+  EXPECT_GT(sweep_schedule().wait(t0), clock::duration::zero());
 }
 
 }  // namespace

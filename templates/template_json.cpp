@@ -136,12 +136,12 @@ policy::result<template_set> decode_template_set(std::string_view text) {
   if (!doc) return policy::error{doc.error()};
   reader r(decode_prefix);
   template_set set;
-  const bool ok = admin_json::decode_versioned_list(
+  const auto decoded = admin_json::decode_versioned_list(
       r, *doc, "templates", "templates", [&](const json& v, const std::string& path) {
         set.templates.emplace_back();
         return decode_template(r, v, path, set.templates.back());
       });
-  if (!ok) return policy::error{r.message()};
+  if (!decoded) return policy::error{decoded.error()};
   reader v(invalid_prefix);
   if (set.templates.size() > max_templates) v.fail("templates", "more than 4096 templates");
   std::set<std::pair<std::string, std::string>> refs;
@@ -153,7 +153,7 @@ policy::result<template_set> decode_template_set(std::string_view text) {
       v.fail(path, "duplicate ref " + admin_json::quote(t.namespace_name + "/" + t.name));
     }
   }
-  if (v.failed()) return policy::error{v.message()};
+  if (auto checked = v.status(); !checked) return policy::error{checked.error()};
   admin_json::sort_by_ref(set.templates, [](const template_def& t) {
     return std::tie(t.namespace_name, t.name);
   });

@@ -262,12 +262,12 @@ policy::result<topology_set> decode_topology_set(std::string_view text) {
   if (!doc) return policy::error{doc.error()};
   reader r(decode_prefix);
   topology_set set;
-  const bool ok = admin_json::decode_versioned_list(
+  const auto decoded = admin_json::decode_versioned_list(
       r, *doc, "topologies", "topology", [&](const json& v, const std::string& path) {
         set.topologies.emplace_back();
         return decode_topology(r, v, path, set.topologies.back());
       });
-  if (!ok) return policy::error{r.message()};
+  if (!decoded) return policy::error{decoded.error()};
   reader v(invalid_prefix);
   if (set.topologies.size() > max_topologies) v.fail("topologies", "more than 256 topologies");
   std::set<std::pair<std::string, std::string>> refs;
@@ -279,7 +279,7 @@ policy::result<topology_set> decode_topology_set(std::string_view text) {
       v.fail(path, "duplicate ref " + admin_json::quote(t.namespace_name + "/" + t.name));
     }
   }
-  if (v.failed()) return policy::error{v.message()};
+  if (auto checked = v.status(); !checked) return policy::error{checked.error()};
   for (auto& t : set.topologies) normalise(t);
   admin_json::sort_by_ref(set.topologies, [](const topology& t) {
     return std::tie(t.namespace_name, t.name);
