@@ -19,8 +19,8 @@ namespace {
 
 void log_snapshot(const snapshot_report& r) {
   if (r.ok)
-    spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; journal truncated", r.covering_seq,
-                 r.bytes, r.seconds);
+    spdlog::info("snapshot written: covers seq {}, {} bytes, {:.3f} s; {}", r.covering_seq, r.bytes,
+                 r.seconds, r.truncation);
   else
     spdlog::error("snapshot covering seq {} failed: {}", r.covering_seq, r.error);
 }
@@ -47,7 +47,15 @@ struct coordinator_state : coordinator_config {
   state::cap_merge merge;
   std::size_t holds_pending = 0;
   state::snapshot_schedule schedule;
+  /// Stamps each decoded record with its effective time, in journal order.
+  state::effective_clock clock;
 };
+
+/// Record `r` was handed to its appliers: a snapshot from now on covers it.
+void mark_applied(coordinator_state& s, const tenant_record& r) {
+  s.last_applied_seq = r.seq;
+  s.effective_time = r.rec.applied_at_us;
+}
 
 /// What the phase machine needs to know of a queued item.
 state::dispatch_item describe(const queued& q) {
@@ -57,7 +65,9 @@ state::dispatch_item describe(const queued& q) {
   if (const auto* u = std::get_if<index::cache_state_update>(&payload))
     return {kind::update, u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u)};
   // A /topology or /templates record is a pointer swap applied in order, like an event.
-  if (std::holds_alternative<index::cache_event>(payload) || state::is_store_record(q.record.rec))
+  // So is a journaled LFU credit batch (per tenant, in order, no growth).
+  if (std::holds_alternative<index::cache_event>(payload) || state::is_store_record(q.record.rec) ||
+      std::holds_alternative<proto::credit_record>(payload))
     return {kind::event, 0};
   if (std::holds_alternative<proto::policy_record>(payload)) return {kind::policy, 0};
   return {kind::sweep, 0};
@@ -192,7 +202,7 @@ void run_job(coordinator_pointer self) {
     finish_job(self);
     return;
   }
-  snapshot_job sj{s.last_applied_seq, view_of(s)};
+  snapshot_job sj{s.last_applied_seq, s.effective_time, view_of(s)};
   sj.view.stores = state::store_sections(*s.sh->stores);
   s.schedule.started(s.sh->timer_clock());
   auto finished = [=](snapshot_report r) {
@@ -271,24 +281,36 @@ void dispatch_front(coordinator_pointer self, const state::dispatch_item& item, 
       sh.pending_growth.fetch_add(item.growth);
     }
     sh.inflight.fetch_add(1);
-    s.last_applied_seq = r.seq;
+    mark_applied(s, r);
     self->send(t, apply_atom::value, std::move(r));
   } else if (auto* e = std::get_if<index::cache_event>(&payload)) {
     auto it = s.tenants.find(e->tenant_id);
-    s.last_applied_seq = r.seq;
+    mark_applied(s, r);
     if (it == s.tenants.end()) {
       ack(r);  // nothing of this tenant is held
     } else {
       sh.inflight.fetch_add(1);
       self->send(it->second.first, apply_atom::value, std::move(r));
     }
+  } else if (auto* c = std::get_if<proto::credit_record>(&payload)) {
+    // Each tenant gets its share, in journal order; credits of tenants not held are stale.
+    mark_applied(s, r);
+    for (auto& [name, part] : state::credits_by_tenant(*c)) {
+      auto it = s.tenants.find(name);
+      if (it == s.tenants.end()) continue;
+      sh.inflight.fetch_add(1);
+      self->send(it->second.first, apply_atom::value,
+                 tenant_record{r.seq, proto::decoded_record{r.rec.applied_at_us, std::move(part)},
+                               nullptr, 0});
+    }
+    ack(r);
   } else if (state::is_store_record(r.rec)) {
     // /topology, /templates: a pointer swap readers never wait on, applied here in journal
     // order before the push is answered (journaled, then visible).
     std::string why;
     if (!state::apply_store_record(*sh.stores, r.rec, &why))
       spdlog::error("journal record {} not applied: {}", r.seq, why);
-    s.last_applied_seq = r.seq;
+    mark_applied(s, r);
     ack(r);
   } else {
     const index::micros at = r.rec.applied_at_us;
@@ -296,7 +318,7 @@ void dispatch_front(coordinator_pointer self, const state::dispatch_item& item, 
       sh.inflight.fetch_add(1);
       self->send(t.first, sweep_atom::value, sweep_order{at});
     }
-    s.last_applied_seq = r.seq;
+    mark_applied(s, r);
   }
   s.queue.pop_front();
 }
@@ -313,7 +335,8 @@ void apply_policy(coordinator_pointer self) {
         auto& st = self->state;
         if (!reply.ok) spdlog::error("journal record {} not applied: {}", rec->seq, reply.error);
         st.policies = reply.policies;
-        st.last_applied_seq = rec->seq;
+        mark_applied(st, *rec);
+        if (st.policy_applied) st.policy_applied->store(rec->seq);
         ack(*rec);
         st.machine.finished();
         pump(self);
@@ -360,6 +383,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
   fail_fast_on_exceptions(self, "coordinator");
   static_cast<coordinator_config&>(self->state) = std::move(cfg);
   self->state.machine = state::dispatch_machine(self->state.sh->options.max_entries);
+  self->state.clock = state::effective_clock(self->state.effective_time);
   self->state.schedule = state::snapshot_schedule(
       self->state.snap.interval, self->state.snap.every_records, self->state.timers_started);
   return {
@@ -373,6 +397,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
             if (item.sink) item.sink->on_applied(item.slot, append_result{true, "", item.seq});
             continue;
           }
+          rec->applied_at_us = s.clock.advance(rec->applied_at_us);  // t_eff, spec §3.4
           queued q;
           q.record = tenant_record{item.seq, std::move(*rec), std::move(item.sink), item.slot};
           s.queue.push_back(std::move(q));

@@ -32,6 +32,8 @@ struct journal_actor_state {
   std::chrono::nanoseconds sweep_interval{};
   /// When the next TTL sweep is due, on `timer_clock`.
   state::sweep_schedule sweep;
+  /// Last reported count of LFU credit entries dropped (full batches).
+  std::uint64_t credits_dropped = 0;
   /// Stamps each record with the time it is journaled (runtime_options::clock).
   std::function<index::micros()> clock;
   /// Measures the sweep interval (runtime_options::timer_clock).
@@ -55,7 +57,7 @@ void refuse(journal_actor_state& s, std::size_t n) {
 /// the append fails they are answered JOURNAL_UNAVAILABLE ("outcome unknown; retry": the
 /// batch may still arrive and is then applied without them).
 void publish_replicated(journal_actor_state& s, const std::vector<journal::record_in>& records,
-                        std::size_t n) {
+                        std::size_t n, bool conditional) {
   const auto max_lag = s.repl->max_apply_lag;
   if (max_lag.count() > 0) {
     const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -77,20 +79,40 @@ void publish_replicated(journal_actor_state& s, const std::vector<journal::recor
   std::vector<pending_batches::item> items(n);
   for (std::size_t i = 0; i < n; ++i) items[i] = {s.pending[i].sink, s.pending[i].slot};
   s.repl->pending.add(id, std::move(items));
-  auto first = s.log->append(records);
+  auto first = conditional
+                   ? s.log->append_conditional(
+                         records, journal::policy_scope,
+                         journal::stream_seq_of(s.repl->policy_applied.load()))
+                   : s.log->append(records);
   if (s.probe) s.probe->on_journal_write(first.ok(), n);
   if (first.ok()) {
     if (s.unavailable) spdlog::info("journal available again");
     s.unavailable = false;
     return;
   }
-  if (!s.unavailable) spdlog::error("journal unavailable: {}", first.status().to_string());
-  s.unavailable = true;
+  const bool lost_race = first.status().code() == journal::errc::conflict;
+  if (lost_race) {
+    spdlog::warn("policy push not journaled: {}", first.status().to_string());
+  } else {
+    if (!s.unavailable) spdlog::error("journal unavailable: {}", first.status().to_string());
+    s.unavailable = true;
+  }
+  const char* reason = lost_race ? ack_reason::conflict : ack_reason::journal_unavailable;
   if (auto back = s.repl->pending.take(id)) {  // not delivered meanwhile
     for (auto& it : *back)
-      if (it.sink)
-        it.sink->on_applied(it.slot, append_result{false, ack_reason::journal_unavailable, 0});
+      if (it.sink) it.sink->on_applied(it.slot, append_result{false, reason, 0});
   }
+}
+
+/// Replicated mode: how many of the first `n` queued inputs go into the next batch. A
+/// policy push is published alone, with the compare-and-set of its scope (spec §3.4).
+std::size_t replicated_group(const std::vector<append_msg>& pending, std::size_t n,
+                             bool* conditional) {
+  *conditional = pending.front().kind == proto::record_kind::policy;
+  if (*conditional) return 1;
+  std::size_t i = 1;
+  while (i < n && pending[i].kind != proto::record_kind::policy) ++i;
+  return i;
 }
 /// Every replica's sweep timer publishes Sweep{at = slot × interval} keyed
 /// `sweep.<interval µs>.<slot>`, slot = floor(now / interval): the stream's de-duplication
@@ -106,6 +128,24 @@ void publish_sweep(journal_actor_state& s) {
   auto pos = s.log->append_keyed({in}, journal::dedup_key{"sweep", std::uint64_t(interval_us), slot});
   if (s.probe) s.probe->on_journal_write(pos.ok(), 1);
   if (!pos.ok()) spdlog::warn("sweep of slot {} not published: {}", slot, pos.status().to_string());
+}
+/// Publishes the LFU credits this replica's lookups collected since the last call as one
+/// record (no sink); every replica applies it when it comes back (spec §3.4). Credits of a
+/// failed publish are dropped: nothing or an unknown record was stored, the same for all.
+void publish_credits(journal_actor_state& s) {
+  std::vector<proto::lfu_credit> due = s.repl->credits.take();
+  if (due.empty()) return;
+  const std::string bytes = proto::encode_record(proto::record_kind::lfu_credits, s.clock(),
+                                                 proto::encode_credits(due));
+  const journal::record_in in{static_cast<std::uint32_t>(proto::record_kind::lfu_credits), bytes};
+  auto pos = s.log->append({in});
+  if (s.probe) s.probe->on_journal_write(pos.ok(), 1);
+  if (!pos.ok())
+    spdlog::warn("{} LFU credits not published: {}", due.size(), pos.status().to_string());
+  const std::uint64_t dropped = s.repl->credits.dropped();
+  if (dropped != s.credits_dropped)
+    spdlog::warn("LFU credit batches full: {} entries dropped so far", dropped);
+  s.credits_dropped = dropped;
 }
 // --- end of replicated mode --------------------------------------------------------------
 
@@ -143,6 +183,7 @@ journal_actor::behavior_type journal_actor_impl(
             : std::chrono::duration_cast<std::chrono::steady_clock::duration>(sweep_interval));
   self->state.sweep = state::sweep_schedule(sweep_interval, first);
   self->delayed_send(self, self->state.sweep.wait(started), sweep_atom::value);
+  if (repl) self->delayed_send(self, repl->credit_interval, credit_atom::value);
   auto schedule_flush = [self] {
     if (!self->state.flush_scheduled) {
       self->state.flush_scheduled = true;
@@ -159,7 +200,9 @@ journal_actor::behavior_type journal_actor_impl(
         auto& s = self->state;
         s.flush_scheduled = false;
         if (s.pending.empty()) return;
-        const std::size_t n = std::min(s.pending.size(), max_group_records);
+        bool conditional = false;
+        std::size_t n = std::min(s.pending.size(), max_group_records);
+        if (s.repl) n = replicated_group(s.pending, n, &conditional);
         const index::micros now = s.clock();
         std::vector<std::string> bytes(n);
         std::vector<journal::record_in> records(n);
@@ -168,7 +211,7 @@ journal_actor::behavior_type journal_actor_impl(
           records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
         }
         if (s.repl) {
-          publish_replicated(s, records, n);
+          publish_replicated(s, records, n, conditional);
           s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));
           if (!s.pending.empty()) schedule_flush();
           return;
@@ -202,6 +245,10 @@ journal_actor::behavior_type journal_actor_impl(
         if (sweep_if_due(self->state)) schedule_flush();
         self->delayed_send(self, self->state.sweep.wait(self->state.timer_clock()),
                            sweep_atom::value);
+      },
+      [=](credit_atom) {  // replicated mode only
+        publish_credits(self->state);
+        self->delayed_send(self, self->state.repl->credit_interval, credit_atom::value);
       },
   };
 }

@@ -16,6 +16,9 @@ namespace ic::actors {
 namespace ack_reason {
 inline constexpr const char* journal_unavailable = "JOURNAL_UNAVAILABLE";
 inline constexpr const char* shutting_down = "SHUTTING_DOWN";
+/// A policy push lost its compare-and-set in JetStream mode (another replica's push came
+/// first, spec/scaleout.md §3.4); internal to the admin routes (HTTP 409), never a gRPC Ack.
+inline constexpr const char* conflict = "CONFLICT";
 }  // namespace ack_reason
 
 /// The outcome of one journaled input, delivered after it was applied (or refused).

@@ -72,6 +72,7 @@ using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 using pd_route_atom = caf::atom_constant<caf::atom("pdroute")>;
+using credit_atom = caf::atom_constant<caf::atom("credit")>;
 
 /// One input to journal (journal actor <- runtime::append).
 struct append_msg {
@@ -197,6 +198,8 @@ struct read_job {
 /// A snapshot to write: every tenant as of `covering_seq`.
 struct snapshot_job {
   std::uint64_t covering_seq = 0;
+  /// t_eff of the record at `covering_seq` (state/effective_clock.hpp).
+  index::micros effective_time = 0;
   frozen_view view;
 };
 
@@ -291,7 +294,8 @@ using coordinator_actor =
 ///   flush()      appends the queue to the journal, hands the batch to the coordinator
 ///   sweep()      queues a TTL sweep record and re-arms the timer
 using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
-                                       caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>>;
+                                       caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>,
+                                       caf::reacts_to<credit_atom>>;
 
 /// The snapshot writer (detached: RocksDB writes block): serialises and stores a snapshot,
 /// keeps the newest `keep`, truncates the journal through the snapshot's sequence; and runs

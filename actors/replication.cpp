@@ -3,6 +3,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/test_hooks.hpp"
+
 namespace ic::actors {
 
 void pending_batches::add(std::string id, std::vector<item> items) {
@@ -38,8 +40,10 @@ void stream_follower::stop() {
 }
 
 void stream_follower::run() {
+  const auto delay = test_follow_delay();
   auto st = log_->follow(
       [&](const journal::log_batch& b) {
+        if (delay.count() > 0) std::this_thread::sleep_for(delay);
         auto sinks = pending_->take(b.batch_id);
         const auto& records = *b.records;
         // A batch of ours carries one sink per record; a partial delivery (the snapshot

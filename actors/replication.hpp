@@ -19,6 +19,7 @@
 
 #include "actors/protocol.hpp"
 #include "journal/record_log.hpp"
+#include "state/credit_batch.hpp"
 
 namespace ic::actors {
 
@@ -46,6 +47,12 @@ struct replication_link {
   pending_batches pending;
   /// Refuse appends (JOURNAL_UNAVAILABLE) while the apply lag exceeds this; 0 = never.
   std::chrono::nanoseconds max_apply_lag{0};
+  /// Record position of the last policy record this replica applied (the coordinator sets
+  /// it; recovery's from the log): a policy push expects it (spec §3.4).
+  std::atomic<std::uint64_t> policy_applied{0};
+  /// LFU credits of this replica's lookups, published every `credit_interval` (spec §3.4).
+  state::credit_batch credits;
+  std::chrono::nanoseconds credit_interval = std::chrono::seconds(1);
 };
 
 /// The follower thread: `log->follow()` → committed batches for `coordinator`.

@@ -129,8 +129,19 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   // --snapshot-every-records then counts group commits (journal/record_log.hpp).
   if (p->log->replicated()) ccfg.snap.every_records <<= journal::record_index_bits;
   ccfg.last_applied_seq = p->log->last_position();
+  ccfg.effective_time = set->effective_time();
   ccfg.last_snapshot_seq = rec_info.snapshot_seq;
   ccfg.timers_started = sh.timer_clock();
+  if (p->log->replicated()) {
+    p->repl = std::make_unique<replication_link>();
+    p->repl->max_apply_lag = options.max_apply_lag;
+    p->repl->credit_interval = options.lfu_credit_interval;
+    // What recovery applied (records before a local snapshot: asked of the stream).
+    p->repl->policy_applied =
+        journal::record_position(p->log->scope_position(journal::policy_scope), 0);
+    sh.journaled_credits = &p->repl->credits;
+    ccfg.policy_applied = &p->repl->policy_applied;
+  }
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
     auto actor = spawn_tenant_actor(p->system, shared_t, &sh);
@@ -139,9 +150,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   }
   p->coordinator = spawn_coordinator(p->system, std::move(ccfg));
   sh.coordinator = p->coordinator;
-  if (p->log->replicated()) {
-    p->repl = std::make_unique<replication_link>();
-    p->repl->max_apply_lag = options.max_apply_lag;
+  if (p->repl) {
     p->follower =
         std::make_unique<stream_follower>(p->log.get(), &p->repl->pending, p->coordinator);
   }
@@ -337,6 +346,10 @@ std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milli
 }
 
 journal::log_stats runtime::journal_stats() const { return impl_->log->stats(); }
+
+bool runtime::journal_holds_policy() const {
+  return impl_->log->replicated() && impl_->log->scope_position(journal::policy_scope) != 0;
+}
 
 void runtime::begin_shutdown() { impl_->shutting_down = true; }
 

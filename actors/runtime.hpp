@@ -104,6 +104,10 @@ struct runtime_options {
   /// Replicated log only: refuse appends while the apply lag exceeds this (`--max-apply-lag`);
   /// 0 = never. Default 0 (the server passes its flag).
   std::chrono::nanoseconds max_apply_lag{0};
+  /// Replicated log only: lookups' LFU credits are collected and published as one record
+  /// this often (`--lfu-credit-interval`); every replica applies them from the stream
+  /// (spec/scaleout.md §3.4). Default 1 s. The RocksDB journal credits at once, as before.
+  std::chrono::nanoseconds lfu_credit_interval = std::chrono::seconds(1);
 };
 
 /// The outcome of one snapshot.
@@ -115,6 +119,9 @@ struct snapshot_report {
   std::uint64_t covering_seq = 0;
   std::uint64_t bytes = 0;
   double seconds = 0;
+  /// What happened to the log below the snapshot, for the log line ("journal truncated
+  /// through N"; a replicated stream is not purged by this build).
+  std::string truncation;
 };
 
 /// What recovery found (state/recover.hpp), part of this facade's vocabulary.
@@ -210,6 +217,9 @@ class runtime {
 
   /// The journal's counters and positions (metrics, spec §3.9). Never blocks on an actor.
   journal::log_stats journal_stats() const;
+  /// True when the replicated journal already holds a policy push (JetStream mode:
+  /// `--policy-file` then does not override it, spec §3.4); always false for RocksDB.
+  bool journal_holds_policy() const;
 
   /// Refuses new appends with SHUTTING_DOWN from now on.
   void begin_shutdown();

@@ -102,6 +102,39 @@ TEST_F(RuntimeTest, AnInjectedClockStampsRecordsAndDecidesFreshness) {
   rt->stop();
 }
 
+// Spec §3.4: records apply at t_eff = max(previous, stamp). The clock steps back 30 s
+// between two appends: "b" lives from the earlier record's time, and after a restart from
+// the final snapshot a record stamped earlier still does (the snapshot carries t_eff).
+TEST_F(RuntimeTest, AClockSteppedBackDoesNotMoveRecordTimeBackwards) {
+  constexpr index::micros t0 = 1'700'000'000'000'000;
+  std::atomic<index::micros> now{t0 + 30'000'000};
+  opts_.clock = [&now] { return now.load(); };
+  opts_.state.default_ttl = std::chrono::seconds(60);
+  auto fresh = [](runtime& rt, const std::string& block) {
+    auto r = lookup_blocking(rt, chain_lookup({block}));
+    return r.has_value() && r->reason_code == "PREFIX_MATCH";
+  };
+  std::string err;
+  {
+    auto rt = runtime::start(opts_, nullptr, &err);
+    ASSERT_NE(rt, nullptr) << err;
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r1", {"a"}), 5s));
+    now = t0;  // stepped back
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r2", {"b"}), 5s));
+    now = t0 + 70'000'000;  // 70 s after its stamp, 40 s after t_eff
+    EXPECT_TRUE(fresh(*rt, "b"));
+    now = t0 + 5'000'000;
+    rt->stop();  // final snapshot
+  }
+  auto rt = runtime::start(opts_, nullptr, &err);  // start-up sweep stamped +5 s
+  ASSERT_NE(rt, nullptr) << err;
+  ASSERT_TRUE(rt->append_blocking(proto::record_kind::update, update_bytes("r3", {"c"}), 5s));
+  now = t0 + 70'000'000;
+  EXPECT_TRUE(fresh(*rt, "b"));
+  EXPECT_TRUE(fresh(*rt, "c"));
+  rt->stop();
+}
+
 TEST_F(RuntimeTest, DropReasonReachesTheAck) {
   std::string err;
   auto rt = runtime::start(opts_, nullptr, &err);

@@ -101,6 +101,9 @@ struct runtime_shared {
   runtime_probe* probe = nullptr;
   deadline_timer* timer = nullptr;
   std::chrono::milliseconds test_delay{0};
+  /// Replicated log only: where lookups' LFU credits wait for their journaled batch
+  /// (state/credit_batch.hpp); nullptr = credit at once (RocksDB, one server).
+  state::credit_batch* journaled_credits = nullptr;
   /// The runtime's wall clock (runtime_options::clock, else system_micros).
   std::function<index::micros()> clock = system_micros;
   /// The runtime's timer clock (runtime_options::timer_clock, else the steady clock).

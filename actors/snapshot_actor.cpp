@@ -26,7 +26,7 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         auto writer = log->begin_snapshot(job.covering_seq);
         if (!writer.ok()) return fail(writer.status());
         journal::status add_error = journal::status::success();
-        const bool ok = state::write_state_snapshot(*job.view.policies, job.view.stores, job.view.list(), [&](std::string_view c) {
+        const bool ok = state::write_state_snapshot(*job.view.policies, job.view.stores, job.effective_time, job.view.list(), [&](std::string_view c) {
           r.bytes += c.size();
           add_error = writer->add_chunk(c);
           return add_error.ok();
@@ -36,6 +36,9 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         if (!info.ok()) return fail(info.status());
         if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
         if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
+        r.truncation = log->replicated()
+                           ? "stream not purged (purge needs a shared snapshot: not built)"
+                           : "journal truncated through " + std::to_string(log->truncated_through());
         r.ok = true;
         r.seconds = std::chrono::duration<double>(steady::now() - t0).count();
         return r;

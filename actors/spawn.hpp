@@ -49,6 +49,11 @@ struct coordinator_config {
   std::map<std::string, std::pair<tenant_actor, std::shared_ptr<state::tenant_state>>> tenants;
   snapshot_policy snap;
   std::uint64_t last_applied_seq = 0;
+  /// t_eff of the record at last_applied_seq (state/effective_clock.hpp; recovery's).
+  index::micros effective_time = 0;
+  /// Replicated log only: where the coordinator notes the position of each policy record
+  /// it applied (replication_link::policy_applied); nullptr otherwise.
+  std::atomic<std::uint64_t>* policy_applied = nullptr;
   std::uint64_t last_snapshot_seq = 0;
   /// When the snapshot interval starts counting (the timer clock, read in runtime::start: the
   /// actor's first activation may come later).

@@ -117,6 +117,10 @@ void start_sweep(tenant_pointer self, index::micros at) {
 
 void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& credit) {
   if (credit.empty()) return;
+  if (s.sh->journaled_credits) {  // replicated: applied when the journaled batch comes back
+    s.st->collect_credit(credit, *s.sh->journaled_credits);
+    return;
+  }
   if (s.held) {
     s.held_credits.insert(s.held_credits.end(), std::make_move_iterator(credit.begin()),
                           std::make_move_iterator(credit.end()));

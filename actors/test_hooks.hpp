@@ -21,4 +21,9 @@ rocksdb::Env* test_journal_env();
 /// the test variant reads IC_TEST_LOOKUP_DELAY_MS once).
 std::chrono::milliseconds test_lookup_delay();
 
+/// Returns how long the stream follower (replicated journal) waits before handing each
+/// batch over (0 in production; the test variant reads IC_TEST_FOLLOW_DELAY_MS once), so a
+/// test can make a replica apply the stream late (a lost policy compare-and-set).
+std::chrono::milliseconds test_follow_delay();
+
 }  // namespace ic::actors

@@ -4,6 +4,8 @@ namespace ic::actors {
 
 std::chrono::milliseconds test_lookup_delay() { return std::chrono::milliseconds(0); }
 
+std::chrono::milliseconds test_follow_delay() { return std::chrono::milliseconds(0); }
+
 rocksdb::Env* test_journal_env() { return nullptr; }
 
 }  // namespace ic::actors

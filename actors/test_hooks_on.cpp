@@ -16,6 +16,14 @@ std::chrono::milliseconds test_lookup_delay() {
   return delay;
 }
 
+std::chrono::milliseconds test_follow_delay() {
+  static const std::chrono::milliseconds delay = [] {
+    const char* v = std::getenv("IC_TEST_FOLLOW_DELAY_MS");
+    return std::chrono::milliseconds(v ? std::atoll(v) : 0);
+  }();
+  return delay;
+}
+
 rocksdb::Env* test_journal_env() {
   static rocksdb::Env* env = []() -> rocksdb::Env* {
     const char* v = std::getenv("IC_TEST_JOURNAL_FAULT_FILE");

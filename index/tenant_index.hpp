@@ -273,6 +273,11 @@ class tenant_index {
   std::int64_t model_keys(std::string_view model) const;
   /// Adds one LFU credit to `ref` when it still names a live entry.
   void credit(const entry_ref& ref);
+  /// Returns the names of `ref`'s entry (nullopt when the ref is stale).
+  std::optional<named_hit> name_hit(const entry_ref& ref) const;
+  /// Adds `count` LFU credits to the named entry; false when it names nothing (evicted,
+  /// or never seen here), which is skipped like a stale ref.
+  bool credit_named(const named_hit& hit, std::uint32_t count);
   /// Returns the LFU ref of (key, replica), with the key's identity for `credit`.
   entry_ref ref_of(std::uint32_t key, std::uint32_t replica) const;
 
@@ -447,6 +452,10 @@ class tenant_index {
   static std::uint32_t find_replica(const key_record& k, std::uint32_t replica);
   /// Appends a zeroed entry for `replica`; returns its position.
   static std::uint32_t add_replica(key_record& k, std::uint32_t replica);
+  /// Resolves `ref` to (key, position) when it still names a live entry.
+  std::optional<std::pair<std::uint32_t, std::uint32_t>> live_entry(const entry_ref& ref) const;
+  /// Adds `count` to the LFU counter of entry `pos` of key `key` (saturating).
+  void add_credit(std::uint32_t key, std::uint32_t pos, std::uint32_t count);
   static constexpr std::uint32_t npos = key_table::npos;
   void upsert(std::uint32_t part, std::string_view hash, std::int32_t token_count,
               std::uint8_t tier, micros ts, std::uint32_t replica, change_log* changes,

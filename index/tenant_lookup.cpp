@@ -545,20 +545,52 @@ entry_ref tenant_index::ref_of(std::uint32_t key, std::uint32_t replica) const {
   return entry_ref{key, replica, key_hash(k), k.part & (key_part_mask | key_long_hash)};
 }
 
-void tenant_index::credit(const entry_ref& ref) {
-  if (ref.key >= records_.size()) return;
-  key_record& k = records_[ref.key];
-  if (is_free(k)) return;
+std::optional<std::pair<std::uint32_t, std::uint32_t>> tenant_index::live_entry(
+    const entry_ref& ref) const {
+  if (ref.key >= records_.size()) return std::nullopt;
+  const key_record& k = records_[ref.key];
+  if (is_free(k)) return std::nullopt;
   // The slot may have been freed and reused by another key since the lookup.
   if ((k.part & (key_part_mask | key_long_hash)) != ref.key_part || key_hash(k) != ref.key_hash)
-    return;
+    return std::nullopt;
   const std::uint32_t pos = find_replica(k, ref.replica);
-  if (pos == npos) return;
-  entry_proxy e = entries_of(k)[pos];
-  if (e.access_count != std::numeric_limits<std::uint32_t>::max()) ++e.access_count;
+  if (pos == npos) return std::nullopt;
+  return std::make_pair(ref.key, pos);
+}
+
+void tenant_index::add_credit(std::uint32_t key, std::uint32_t pos, std::uint32_t count) {
+  entry_proxy e = entries_of(records_[key])[pos];
+  constexpr std::uint32_t max = std::numeric_limits<std::uint32_t>::max();
+  e.access_count = count > max - e.access_count ? max : e.access_count + count;
   if (cap_tracked() && policy_.eviction == policy::eviction_mode::lfu) {
-    push_cap_ref(ref.key, e.access_count, e.last_seen);
+    push_cap_ref(key, e.access_count, e.last_seen);
   }
+}
+
+void tenant_index::credit(const entry_ref& ref) {
+  if (auto live = live_entry(ref)) add_credit(live->first, live->second, 1);
+}
+
+std::optional<named_hit> tenant_index::name_hit(const entry_ref& ref) const {
+  auto live = live_entry(ref);
+  if (!live) return std::nullopt;
+  const key_record& k = records_[live->first];
+  const part_info& p = parts_[part_id(k)];
+  return named_hit{std::string(names_.name(p.model)), std::string(names_.name(p.scheme)),
+                   std::string(names_.name(p.adapter)), key_bytes(k),
+                   std::string(names_.name(entries_of(k)[live->second].replica()))};
+}
+
+bool tenant_index::credit_named(const named_hit& hit, std::uint32_t count) {
+  const auto part = find_part(hit.model, hit.scheme, hit.adapter);
+  const auto replica = names_.find(hit.replica);
+  if (!part || !replica || count == 0) return false;
+  const auto key = find_key(*part, hit.key);
+  if (!key) return false;
+  const std::uint32_t pos = find_replica(records_[*key], *replica);
+  if (pos == npos) return false;
+  add_credit(*key, pos, count);
+  return true;
 }
 
 }  // namespace ic::index

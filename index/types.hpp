@@ -16,6 +16,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <string_view>
 #include <vector>
 
@@ -93,6 +94,20 @@ struct cache_event {
   std::string prefix_hash;
   micros timestamp_us = 0;
   std::string adapter_id;
+};
+
+/// An LFU hit named by what every server's index of the tenant has in common (names and
+/// key bytes, not slot ids): journaled LFU credits (spec/scaleout.md §3.4) carry these.
+struct named_hit {
+  std::string model;
+  std::string scheme;
+  std::string adapter;
+  std::string key;  ///< the key's hash bytes
+  std::string replica;
+  friend bool operator<(const named_hit& a, const named_hit& b) {
+    return std::tie(a.model, a.scheme, a.adapter, a.key, a.replica) <
+           std::tie(b.model, b.scheme, b.adapter, b.key, b.replica);
+  }
 };
 
 /// Returns the time an update or event takes effect: its own `timestamp_us`, or `at` (when

@@ -73,6 +73,10 @@ struct dedup_key {
   std::uint64_t slot = 0;     ///< e.g. floor(now / period)
 };
 
+/// The scope of policy pushes in append_conditional (spec §3.4: a push from a replica that
+/// has not applied the newest policy loses; JetStream subject `<prefix>.policy`).
+inline constexpr const char* policy_scope = "policy";
+
 /// Counters and gauges for metrics (spec §3.9); fields a log does not have stay 0.
 /// Positions here are in the log's own numbering (rocksdb: sequence; jetstream: stream
 /// sequence), as operators compare them with `nats stream info`.
@@ -130,6 +134,19 @@ class record_log {
   /// normally (one writer: nothing to fold). Errors as append().
   virtual result<std::uint64_t> append_keyed(const std::vector<record_in>& records,
                                              const dedup_key& key) = 0;
+  /// Appends `records` as one batch of `scope` ([a-z]+, e.g. "policy") only when the last
+  /// batch of that scope in the log is `expected_last` (log numbering, as in log_stats; 0 =
+  /// none): compare-and-set, spec §3.4 — the caller passes the last one it *applied*, so a
+  /// policy push from a replica that has not applied the newest policy loses. Errors as
+  /// append(), plus conflict (nothing stored). rocksdb: a plain append (one server applies
+  /// its pushes in order: nothing to race with).
+  virtual result<std::uint64_t> append_conditional(const std::vector<record_in>& records,
+                                                   std::string_view scope,
+                                                   std::uint64_t expected_last) = 0;
+  /// The log numbering of the last batch of `scope` delivered by read_after()/follow() or
+  /// found before read_after's start; 0 when there was none (rocksdb: always 0, scopes are
+  /// not kept apart). After recovery this is what recovery applied.
+  virtual std::uint64_t scope_position(std::string_view scope) const = 0;
   /// Tries to leave an error state after `unavailable` (rocksdb: log::resume).
   virtual status resume() = 0;
 

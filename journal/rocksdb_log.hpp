@@ -28,6 +28,11 @@ class rocksdb_log final : public record_log {
                                      const dedup_key&) override {
     return append(records);
   }
+  result<std::uint64_t> append_conditional(const std::vector<record_in>& records,
+                                           std::string_view, std::uint64_t) override {
+    return append(records);
+  }
+  std::uint64_t scope_position(std::string_view) const override { return 0; }
   status resume() override;
   status read_after(std::uint64_t after,
                     const std::function<bool(const record_view&)>& visit) override;

@@ -11,6 +11,7 @@ std::string_view to_string(errc c) {
     case errc::corruption: return "corruption";
     case errc::incompatible: return "incompatible";
     case errc::unavailable: return "unavailable";
+    case errc::conflict: return "conflict";
     case errc::internal: return "internal";
   }
   return "unknown";

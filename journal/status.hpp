@@ -33,6 +33,9 @@ enum class errc {
   /// Disk full, I/O error or RocksDB read-only background-error mode: retry later; the
   /// write did not happen.
   unavailable,
+  /// A conditional append lost: another batch of the same scope was stored after the last
+  /// one this replica saw (replicated log, spec/scaleout.md §3.4 policy pushes).
+  conflict,
   /// Anything else (a bug or an unexpected RocksDB status).
   internal,
 };

@@ -23,6 +23,21 @@ void put_bytes_field(std::string& out, int field, std::string_view bytes) {
 
 }  // namespace
 
+std::string encode_credits(const std::vector<lfu_credit>& credits) {
+  inferencecache::journal::v1::LfuCredits m;
+  for (const auto& c : credits) {
+    auto* x = m.add_credits();
+    x->set_tenant_id(c.tenant);
+    x->set_model_id(c.hit.model);
+    x->set_hash_scheme(c.hit.scheme);
+    x->set_adapter_id(c.hit.adapter);
+    x->set_key(c.hit.key);
+    x->set_replica_id(c.hit.replica);
+    x->set_count(c.count);
+  }
+  return m.SerializeAsString();
+}
+
 const char* kind_name(std::uint32_t kind) {
   switch (static_cast<record_kind>(kind)) {
     case record_kind::update: return "update";
@@ -31,6 +46,7 @@ const char* kind_name(std::uint32_t kind) {
     case record_kind::sweep: return "sweep";
     case record_kind::topology: return "topology";
     case record_kind::templates: return "templates";
+    case record_kind::lfu_credits: return "lfu_credits";
   }
   return "unknown";
 }
@@ -59,6 +75,7 @@ std::string encode_record(record_kind kind, index::micros applied_at_us, std::st
       break;
     }
     case record_kind::sweep: put_bytes_field(out, 5, {}); break;
+    case record_kind::lfu_credits: put_bytes_field(out, 18, payload); break;
   }
   return out;
 }
@@ -99,6 +116,18 @@ std::optional<decoded_record> decode_record(std::uint32_t kind, std::string_view
       if (!rec.has_templates()) return fail("templates record without a templates payload");
       out.payload = templates_record{rec.templates().canonical_json()};
       return out;
+    case record_kind::lfu_credits: {
+      if (!rec.has_lfu_credits()) return fail("lfu_credits record without an lfu_credits payload");
+      credit_record c;
+      c.credits.reserve(static_cast<std::size_t>(rec.lfu_credits().credits_size()));
+      for (const auto& x : rec.lfu_credits().credits())
+        c.credits.push_back(lfu_credit{
+            x.tenant_id(),
+            index::named_hit{x.model_id(), x.hash_scheme(), x.adapter_id(), x.key(), x.replica_id()},
+            x.count()});
+      out.payload = std::move(c);
+      return out;
+    }
   }
   return fail("unknown record type " + std::to_string(kind));
 }

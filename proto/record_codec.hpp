@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "index/types.hpp"
 
@@ -31,6 +32,7 @@ enum class record_kind : std::uint32_t {
   // Controller-pushed stores, numbered apart (pd-templates.md §2.2, §3.1).
   topology = 16,   ///< one accepted /topology push (canonical JSON)
   templates = 17,  ///< one accepted /templates push (canonical JSON)
+  lfu_credits = 18,  ///< one replica's LFU credits of one interval (JetStream, LfuCredits)
 };
 
 /// A policy push as journaled: the canonical JSON of the accepted set.
@@ -51,17 +53,33 @@ struct templates_record {
   std::string canonical_json;
 };
 
+/// LFU credits of one entry (journaled in batches, spec/scaleout.md §3.4).
+struct lfu_credit {
+  std::string tenant;
+  index::named_hit hit;
+  std::uint32_t count = 0;
+};
+
+/// One replica's LFU credits of one interval, as journaled.
+struct credit_record {
+  std::vector<lfu_credit> credits;
+};
+
 /// One decoded record: when it was applied and what it carried.
 struct decoded_record {
   index::micros applied_at_us = 0;
   std::variant<index::cache_state_update, index::cache_event, policy_record, sweep_record,
-               topology_record, templates_record>
+               topology_record, templates_record, credit_record>
       payload;
 };
 
+/// Returns the LfuCredits message bytes of `credits` (the payload of encode_record for
+/// record_kind::lfu_credits).
+std::string encode_credits(const std::vector<lfu_credit>& credits);
+
 /// Returns the record bytes for `kind` with an already-serialized payload message
 /// (CacheStateUpdate / CacheEvent bytes; canonical policy / topology / templates JSON;
-/// empty for a sweep).
+/// empty for a sweep; LfuCredits bytes, encode_credits).
 std::string encode_record(record_kind kind, index::micros applied_at_us, std::string_view payload);
 
 /// Returns the name of a record type tag ("update", "event", "policy", "sweep",

@@ -17,7 +17,8 @@ namespace {
 const char* const kNatsOnly[] = {"--nats-servers",   "--replica-id",
                                  "--nats-stream",    "--nats-replicas",
                                  "--nats-creds-file", "--journal-append-timeout",
-                                 "--shared-snapshot-interval", "--max-apply-lag"};
+                                 "--shared-snapshot-interval", "--max-apply-lag",
+                                 "--lfu-credit-interval"};
 
 std::string default_replica_id() {
   char host[256] = {};
@@ -45,6 +46,7 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
   text.append_timeout = duration_text(cfg.append_timeout);
   text.shared_snapshot_interval = duration_text(cfg.shared_snapshot_interval);
   text.max_apply_lag = duration_text(cfg.max_apply_lag);
+  text.lfu_credit_interval = duration_text(cfg.lfu_credit_interval);
   app.add_option("--journal", text.kind,
                  "rocksdb (embedded, one server) | jetstream (NATS JetStream, N replicas)")
       ->capture_default_str();
@@ -66,6 +68,9 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
       ->capture_default_str();
   app.add_option("--max-apply-lag", text.max_apply_lag,
                  "refuse appends while this replica's apply lag is larger; 0 = never")
+      ->capture_default_str();
+  app.add_option("--lfu-credit-interval", text.lfu_credit_interval,
+                 "journal lookups' LFU credits as one record per replica this often")
       ->capture_default_str();
 }
 
@@ -110,6 +115,7 @@ std::optional<std::string> finish_journal_flags(const CLI::App& app, const journ
       {"--shared-snapshot-interval", text.shared_snapshot_interval, cfg.shared_snapshot_interval,
        false},
       {"--max-apply-lag", text.max_apply_lag, cfg.max_apply_lag, true},
+      {"--lfu-credit-interval", text.lfu_credit_interval, cfg.lfu_credit_interval, false},
   };
   for (const auto& d : durations) {
     auto parsed = ic::policy::parse_duration(d.text);

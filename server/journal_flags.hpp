@@ -45,6 +45,9 @@ struct journal_config {
   /// `--max-apply-lag`, default 10s: appends are refused while this replica lags more;
   /// 0 = never.
   std::chrono::nanoseconds max_apply_lag = std::chrono::seconds(10);
+  /// `--lfu-credit-interval`, default 1s: lookups' LFU credits are journaled as one record
+  /// per replica this often and applied from the stream (spec/scaleout.md §3.4).
+  std::chrono::nanoseconds lfu_credit_interval = std::chrono::seconds(1);
 };
 
 /// Text of the flags as parsed, before validation.
@@ -54,6 +57,7 @@ struct journal_flag_text {
   std::string append_timeout;
   std::string shared_snapshot_interval;
   std::string max_apply_lag;
+  std::string lfu_credit_interval;
 };
 
 /// Declares the journal flags on `app`; `text` receives the raw values.

@@ -37,12 +37,14 @@ TEST(JournalFlags, DefaultIsRocksdbWithTheSpecDefaults) {
   EXPECT_EQ(j.append_timeout, 2s);
   EXPECT_EQ(j.shared_snapshot_interval, 2min);
   EXPECT_EQ(j.max_apply_lag, 10s);
+  EXPECT_EQ(j.lfu_credit_interval, 1s);
 }
 
 TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName) {
   auto r = parse({"--journal=jetstream", "--nats-servers=nats://127.0.0.1:4222,nats://h2:4222",
                   "--nats-replicas=1", "--nats-stream=S1", "--journal-append-timeout=500ms",
-                  "--shared-snapshot-interval=30s", "--max-apply-lag=0"});
+                  "--shared-snapshot-interval=30s", "--max-apply-lag=0",
+                  "--lfu-credit-interval=250ms"});
   ASSERT_TRUE(std::holds_alternative<server_config>(r)) << refusal(r);
   const journal_config& j = std::get<server_config>(r).journal;
   EXPECT_EQ(j.kind, journal_kind::jetstream);
@@ -52,6 +54,7 @@ TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName)
   EXPECT_EQ(j.append_timeout, 500ms);
   EXPECT_EQ(j.shared_snapshot_interval, 30s);
   EXPECT_EQ(j.max_apply_lag, 0s);
+  EXPECT_EQ(j.lfu_credit_interval, 250ms);
   EXPECT_FALSE(j.replica_id.empty());
   EXPECT_EQ(j.replica_id.find('.'), std::string::npos);
 }
@@ -74,6 +77,12 @@ TEST(JournalFlags, InvalidValuesAndCombinationsExitTwoWithOneLine) {
   EXPECT_NE(refusal(parse({js, srv, "--max-apply-lag=-1s"})).find("--max-apply-lag"),
             std::string::npos);
   EXPECT_NE(refusal(parse({js, srv, "--shared-snapshot-interval=soon"})).find("--shared-snapshot-interval"),
+            std::string::npos);
+  EXPECT_NE(refusal(parse({js, srv, "--lfu-credit-interval=0s"})).find("must be positive"),
+            std::string::npos);
+  EXPECT_NE(refusal(parse({js, srv, "--lfu-credit-interval=often"})).find("--lfu-credit-interval"),
+            std::string::npos);
+  EXPECT_NE(refusal(parse({"--lfu-credit-interval=1s"})).find("needs --journal=jetstream"),
             std::string::npos);
   EXPECT_NE(refusal(parse({js, srv, "--nats-creds-file=/nonexistent/x.creds"})).find("cannot read"),
             std::string::npos);

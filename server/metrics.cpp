@@ -253,6 +253,7 @@ void server_metrics::on_journal_write(bool ok, std::size_t records) {
   journal_writes_->Add({{"result", ok ? "ok" : "error"}}).Increment();
   if (ok) journal_records_->Increment(static_cast<double>(records));
   journal_available_->Set(ok ? 1 : 0);
+  journal_writable_ = ok;
 }
 
 void server_metrics::on_subscriber_dropped() { subscribers_dropped_->Increment(); }

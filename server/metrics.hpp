@@ -7,6 +7,7 @@
 // current series for StreamMetrics.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -64,6 +65,8 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   void on_ingest(const std::string& tenant, const index::ingest_result& r) override;
   void on_sweep(const index::sweep_result& r) override;
   void on_journal_write(bool ok, std::size_t records) override;
+  /// False after a journal write failed, until one succeeds (/readyz?producer=1).
+  bool journal_writable() const { return journal_writable_.load(); }
   void on_subscriber_dropped() override;
 
   // grpc_gateway::gateway_probe
@@ -101,6 +104,7 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Family<prometheus::Counter>* journal_writes_;
   prometheus::Counter* journal_records_;
   prometheus::Gauge* journal_available_;
+  std::atomic<bool> journal_writable_{true};
   prometheus::Counter* subscribers_dropped_;
   prometheus::Family<prometheus::Counter>* tokenizations_;
   prometheus::Histogram* tokenize_duration_;

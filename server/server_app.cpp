@@ -88,6 +88,24 @@ struct server_app::impl {
   // makes the pointer safe to use (it lives until the app is destroyed).
   actors::runtime* live_runtime() const { return ready.load() ? runtime.get() : nullptr; }
 
+  // /readyz?producer=1 (spec/scaleout.md §3.8): ready for producers only while the journal
+  // is writable — the last journal write succeeded, NATS is connected, and (JetStream) the
+  // apply lag is within --max-apply-lag. Plain /readyz ignores the journal (lookups serve).
+  // Reads atomics only: it answers on the event loop.
+  bool producer_ready() const {
+    auto* rt = live_runtime();
+    if (!rt || !metrics.journal_writable()) return false;
+    const journal::log_stats st = rt->journal_stats();
+    if (!st.connected) return false;
+    const auto max_lag = cfg.journal.max_apply_lag;
+    if (!st.replicated || max_lag.count() == 0) return true;
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return journal::apply_lag_seconds(st, now_ns) <=
+           std::chrono::duration<double>(max_lag).count();
+  }
+
   // Refreshes the per-model entry gauge from the index (at scrape time, not per ingest).
   void refresh_index_gauge() {
     auto* rt = live_runtime();
@@ -209,8 +227,11 @@ struct server_app::impl {
                1 << 20, route_mode::loop);
     http.route(
         "/readyz",
-        [this](const http_request&) {
-          return ready.load() ? http_response{200, "ok\n"} : http_response{503, "not ready\n"};
+        [this](const http_request& req) {
+          if (!ready.load()) return http_response{503, "not ready\n"};
+          if (req.query.find("producer=1") != std::string::npos && !producer_ready())
+            return http_response{503, "not ready for producers: journal not writable\n"};
+          return http_response{200, "ok\n"};
         },
         1 << 20, route_mode::loop);
     http.route("/metrics", [this](const http_request&) {
@@ -321,6 +342,7 @@ struct server_app::impl {
     ro.snapshot_every_records = cfg.snapshot_every_records;
     ro.open_journal = journal_opener(cfg.journal, cfg.data_dir, cfg.journal_fsync);  // #15
     ro.max_apply_lag = cfg.journal.max_apply_lag;
+    ro.lfu_credit_interval = cfg.journal.lfu_credit_interval;
     ro.journal_env = actors::test_journal_env();  // nullptr outside the test-hook binary
     std::string error;
     actors::recovery_info info;
@@ -347,7 +369,17 @@ struct server_app::impl {
       const store_route& store = store_route_of(kind);
       std::string err;
       std::string body = read_file(*file, err);
-      auto out = err.empty() ? push_store_body(store, body, runtime.get()) : push_outcome{400, err};
+      // JetStream: the stream's policy is newer than any file (another replica's push, or
+      // this file's earlier start); a file never overrides it (spec/scaleout.md §3.4).
+      const bool stream_wins = kind == actors::record_kind::policy && runtime->journal_holds_policy();
+      auto out = !err.empty()  ? push_outcome{400, err}
+                 : stream_wins ? push_outcome{409, "the stream holds a policy already"}
+                               : push_store_body(store, body, runtime.get());
+      if (out.status == 409) {
+        log_event(spdlog::level::info, std::string(store.name) + "_file_skipped",
+                  {{"file", *file}, {"reason", out.message + "; stream policy wins"}});
+        continue;
+      }
       if (out.status != 204) {
         log_event(spdlog::level::err, std::string(store.name) + "_file_rejected",
                   {{"file", *file}, {"error", out.message}});

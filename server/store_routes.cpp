@@ -70,6 +70,8 @@ push_outcome push_store_body(const store_route& store, const std::string& body,
   auto ack = rt->append_blocking(store.kind, std::move(canonical).value(), 10s);
   const std::string what = std::string(store.name) + " not applied: ";
   if (!ack) return {503, what + "the index did not answer in time"};
+  if (!ack->accepted && ack->reason_code == actors::ack_reason::conflict)
+    return {409, std::string(store.name) + " changed concurrently; GET and retry"};
   if (!ack->accepted) return {503, what + ack->reason_code};
   return {204, ""};
 }

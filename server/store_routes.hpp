@@ -6,7 +6,9 @@
 // (the HTTP route and the startup `--*-file` flag both call it): decode strictly (400 with
 // the decoder's one line, nothing changes), skip a push equal to the stored set (the
 // controller re-pushes every 30 s), else journal the payload and wait until it is applied
-// (204 once visible; 503 when the journal refuses it or the index does not answer).
+// (204 once visible; 503 when the journal refuses it or the index does not answer; 409
+// when, in JetStream mode, another replica's policy push came first: spec/scaleout.md
+// §3.4, the journal's compare-and-set on the policy subject).
 //
 //   const store_route& topo = store_route_of(actors::record_kind::topology);
 //   push_outcome out = push_store_body(topo, body, runtime);     // {204|400|503, message}
@@ -49,11 +51,14 @@ const store_route& store_route_of(actors::record_kind kind);
 
 /// Outcome of one push.
 struct push_outcome {
-  int status;  ///< 204, 400 or 503
+  int status;  ///< 204, 400, 409 or 503
   std::string message;
-  /// Push metric label: "ok" | "invalid" | "journal_unavailable".
+  /// Push metric label: "ok" | "invalid" | "conflict" | "journal_unavailable".
   const char* result() const {
-    return status == 204 ? "ok" : status == 400 ? "invalid" : "journal_unavailable";
+    return status == 204   ? "ok"
+           : status == 400 ? "invalid"
+           : status == 409 ? "conflict"
+                           : "journal_unavailable";
   }
 };
 

@@ -6,7 +6,7 @@ namespace ic::state {
 namespace {
 
 constexpr char kMagic[8] = {'I', 'C', 'S', 'N', 'A', 'P', '0', '1'};
-constexpr std::uint32_t kVersion = 3;
+constexpr std::uint32_t kVersion = 4;
 constexpr char kStoreTag = 'S';
 constexpr char kTenantTag = 'T';
 constexpr char kDataTag = 'D';
@@ -29,6 +29,7 @@ bool fail(std::string* error, std::string why) {
 }  // namespace
 
 bool write_state_snapshot(const policy::policy_store& policies, const store_section_list& stores,
+                          index::micros effective_time,
                           const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes) {
@@ -37,6 +38,7 @@ bool write_state_snapshot(const policy::policy_store& policies, const store_sect
   const std::string policy = policies.to_bytes();
   put_le(header, policy.size(), 8);
   header += policy;
+  put_le(header, static_cast<std::uint64_t>(effective_time), 8);
   if (!sink(header)) return false;
   std::string buf;
   for (const auto& [kind, payload] : stores) {
@@ -66,8 +68,8 @@ bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::s
                           std::size_t chunk_bytes) {
   std::vector<const tenant_state*> tenants;
   for (const auto& [_, t] : set.tenants()) tenants.push_back(t.get());
-  return write_state_snapshot(*set.policies(), store_sections(*set.stores()), tenants, sink,
-                              chunk_bytes);
+  return write_state_snapshot(*set.policies(), store_sections(*set.stores()),
+                              set.effective_time(), tenants, sink, chunk_bytes);
 }
 
 state_loader::state_loader(state_options options)
@@ -97,9 +99,13 @@ bool state_loader::feed(std::string_view chunk, std::string* error) {
     if (version < 1 || version > kVersion)
       return bad("snapshot header: unsupported version " + std::to_string(version));
     const std::uint64_t len = get_le(chunk.data() + 12, 8);
-    if (chunk.size() != sizeof kMagic + 12 + len)
+    const std::size_t clock_bytes = version >= 4 ? 8 : 0;
+    if (len > chunk.size() || chunk.size() != sizeof kMagic + 12 + len + clock_bytes)
       return bad("snapshot header: policy length does not match the chunk");
     policy_json_.assign(chunk.data() + sizeof kMagic + 12, len);
+    if (clock_bytes > 0)
+      set_->set_effective_time(
+          static_cast<index::micros>(get_le(chunk.data() + sizeof kMagic + 12 + len, 8)));
     auto store = apply_policy_record(policy::policy_store(options_.default_ttl), policy_json_);
     if (!store.has_value()) return bad("snapshot policy set: " + store.error());
     set_->set_policies(std::move(store).value());

@@ -5,7 +5,8 @@
 // A snapshot is a sequence of chunks (journal::log stores them, with checksums):
 //
 //   snapshot       := header-chunk store-chunk* tenant*
-//   header-chunk   := magic "ICSNAP01" | u32le version (=3) | u64le policy-length | policy-json
+//   header-chunk   := magic "ICSNAP01" | u32le version (=4) | u64le policy-length | policy-json
+//                     | i64le effective-time
 //   store-chunk    := 'S' | u32le record kind (16 topology, 17 templates) | canonical JSON
 //   tenant         := tenant-chunk data-chunk*
 //   tenant-chunk   := 'T' | tenant name bytes
@@ -13,7 +14,10 @@
 //
 // A store chunk carries exactly the payload its journal record would (proto/record_codec.hpp)
 // and is loaded through the same rule (state::apply_store_record); a store holding the empty
-// set has no chunk. Version 2 is version 3 without store chunks and is still read.
+// set has no chunk. The effective time is t_eff of the last record the snapshot covers
+// (state/effective_clock.hpp): the replay after it continues from there. Version 3 is
+// version 4 without it (loaded as 0), version 2 is version 3 without store chunks; both
+// are still read.
 // Version 1 (written before tenants had indexes of their own) is still read:
 //   header-chunk (version 1) index-chunk*, index-chunk = bytes of one combined index, which
 //   the loader splits into one index per tenant as it loads (index::snapshot_loader with a
@@ -42,10 +46,12 @@ namespace ic::state {
 /// The store sections of a snapshot (`store_sections`, state/pushed_stores.hpp).
 using store_section_list = std::vector<std::pair<proto::record_kind, std::string>>;
 
-/// Streams the policy set, the store sections and `tenants` (in the given order; name order
-/// keeps snapshots reproducible) as snapshot chunks of about `chunk_bytes`; false if `sink`
-/// aborted. The tenants must not change during the call (readers may run).
+/// Streams the policy set, the store sections, the effective time and `tenants` (in the
+/// given order; name order keeps snapshots reproducible) as snapshot chunks of about
+/// `chunk_bytes`; false if `sink` aborted. The tenants must not change during the call
+/// (readers may run).
 bool write_state_snapshot(const policy::policy_store& policies, const store_section_list& stores,
+                          index::micros effective_time,
                           const std::vector<const tenant_state*>& tenants,
                           const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);
@@ -53,8 +59,8 @@ bool write_state_snapshot(const policy::policy_store& policies, const store_sect
 bool write_state_snapshot(const tenant_set& set, const std::function<bool(std::string_view)>& sink,
                           std::size_t chunk_bytes = 1 << 20);
 
-/// Rebuilds a `tenant_set` from the chunks of `write_state_snapshot` (version 2) or of the
-/// version-1 writer, in order.
+/// Rebuilds a `tenant_set` from the chunks of `write_state_snapshot` (versions 2–4) or of
+/// the version-1 writer, in order.
 class state_loader {
  public:
   explicit state_loader(state_options options);

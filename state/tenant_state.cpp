@@ -67,16 +67,18 @@ tenant_state::tenant_state(std::string tenant, std::unique_ptr<index::tenant_ind
   set_policies(std::move(policies));
 }
 
-apply_outcome tenant_state::apply(const proto::decoded_record& record,
+apply_outcome tenant_state::apply(const proto::decoded_record& record, index::micros at,
                                   index::change_log* changes) {
   apply_outcome out;
-  const index::micros at = record.applied_at_us;
   out.cap_ts = at;
   if (const auto* u = std::get_if<index::cache_state_update>(&record.payload)) {
     out.ingest = ingest(*u, at, changes);
     out.cap_ts = index::effective_time(*u, at);
   } else if (const auto* e = std::get_if<index::cache_event>(&record.payload)) {
     out.event = apply_event(*e, at, changes);
+  } else if (const auto* c = std::get_if<proto::credit_record>(&record.payload)) {
+    for (const auto& credit : c->credits)
+      if (credit.tenant == tenant_) index_->credit_named(credit.hit, credit.count);
   } else {
     out.ok = false;
     out.error = "not a per-tenant record";
@@ -109,6 +111,13 @@ void tenant_state::set_policies(policy_ptr policies) {
 
 void tenant_state::credit(const std::vector<index::scored_replica>& hits) {
   if (!hits.empty()) index_->credit_lfu(hits);
+}
+
+void tenant_state::collect_credit(const std::vector<index::scored_replica>& hits,
+                                  credit_batch& batch) const {
+  for (const auto& r : hits)
+    for (const auto& h : r.hits)
+      if (auto named = index_->name_hit(h)) batch.add(tenant_, std::move(*named));
 }
 
 probe_outcome tenant_state::probe(const probe_request& request, index::micros now) {
@@ -220,12 +229,12 @@ std::map<std::string, std::unique_ptr<tenant_state>> tenant_set::release() {
 
 apply_outcome tenant_set::apply(const proto::decoded_record& record, index::change_log* changes) {
   apply_outcome out;
-  const index::micros at = record.applied_at_us;
+  const index::micros at = clock_.advance(record.applied_at_us);
   std::visit(
       [&](const auto& payload) {
         using T = std::decay_t<decltype(payload)>;
         if constexpr (std::is_same_v<T, index::cache_state_update>) {
-          out = get_or_create(payload.tenant_id).apply(record, changes);
+          out = get_or_create(payload.tenant_id).apply(record, at, changes);
           if (cap_excess(*facts_, options_.max_entries) > 0) {
             std::vector<tenant_state*> all;
             for (auto& [_, x] : tenants_) all.push_back(x.get());
@@ -233,7 +242,7 @@ apply_outcome tenant_set::apply(const proto::decoded_record& record, index::chan
           }
         } else if constexpr (std::is_same_v<T, index::cache_event>) {
           if (auto* t = find(payload.tenant_id)) {
-            out = t->apply(record, changes);
+            out = t->apply(record, at, changes);
           } else {
             out.event.applied = true;  // nothing of this tenant is held
           }
@@ -245,10 +254,15 @@ apply_outcome tenant_set::apply(const proto::decoded_record& record, index::chan
             return;
           }
           set_policies(std::move(next).value());
+        } else if constexpr (std::is_same_v<T, proto::credit_record>) {
+          for (const auto& [name, part] : credits_by_tenant(payload)) {
+            if (auto* t = find(name)) t->apply(proto::decoded_record{at, part}, at, changes);
+          }
         } else if constexpr (std::is_same_v<T, proto::topology_record> ||
                              std::is_same_v<T, proto::templates_record>) {
           out.ok = apply_store_record(*stores_, record, &out.error);
         } else {
+          static_assert(std::is_same_v<T, proto::sweep_record>, "a record kind without a rule");
           for (auto& [_, t] : tenants_) {
             index::tenant_index::sweep_cursor cursor;
             while (!t->sweep_step(at, cursor, std::size_t{1} << 30, changes, out.sweep)) {

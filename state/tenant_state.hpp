@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "state/credit_batch.hpp"
+#include "state/effective_clock.hpp"
 #include "state/probe.hpp"
 #include "proto/record_codec.hpp"
 #include "index/tenant_index.hpp"
@@ -83,12 +85,18 @@ class tenant_state {
 
   const std::string& tenant() const { return tenant_; }
 
-  /// Applies an update or event record of this tenant at its recorded time (ingest and
-  /// quota, or the event; not the global cap, which the owner merges over every tenant at
-  /// `cap_ts`). The one per-tenant application: the tenant actor (live) and
+  /// Applies an update or event record of this tenant at `at`, its effective time
+  /// (state/effective_clock.hpp; ingest and quota, or the event; not the global cap, which
+  /// the owner merges over every tenant at `cap_ts`), or this tenant's share of a journaled
+  /// LFU credit record. The one per-tenant application: the tenant actor (live) and
   /// `tenant_set::apply` (replay) both call it. Policy and sweep records are not per-tenant
   /// (`ok` false).
-  apply_outcome apply(const proto::decoded_record& record, index::change_log* changes);
+  apply_outcome apply(const proto::decoded_record& record, index::micros at,
+                      index::change_log* changes);
+  /// Same, at `record.applied_at_us` (the coordinator stamped it with the effective time).
+  apply_outcome apply(const proto::decoded_record& record, index::change_log* changes) {
+    return apply(record, record.applied_at_us, changes);
+  }
   /// Applies an update (ingest and quota; not the global cap).
   index::ingest_result ingest(const index::cache_state_update& u, index::micros at,
                               index::change_log* changes,
@@ -110,6 +118,9 @@ class tenant_state {
   }
   /// Gives the LFU credit of a delivered lookup.
   void credit(const std::vector<index::scored_replica>& hits);
+  /// Instead of crediting, adds a delivered lookup's credit to `batch` by entry name
+  /// (JetStream mode: credits apply when their journaled batch comes back).
+  void collect_credit(const std::vector<index::scored_replica>& hits, credit_batch& batch) const;
   /// Runs the /probe self-test (reserved tenant only; not journaled).
   probe_outcome probe(const probe_request& request, index::micros now);
 
@@ -162,9 +173,10 @@ class tenant_set {
  public:
   explicit tenant_set(state_options options = {});
 
-  /// Applies one decoded journal record at its own time (ingest, quota, then the global cap
-  /// merged over every tenant; a policy push; a sweep; a topology / templates push into
-  /// `stores()`), recording index changes.
+  /// Applies one decoded journal record at its effective time (max of the previous one and
+  /// its stamp, state/effective_clock.hpp): ingest, quota, then the global cap merged over
+  /// every tenant; a policy push; a sweep; a topology / templates push into `stores()`.
+  /// Records index changes.
   apply_outcome apply(const proto::decoded_record& record, index::change_log* changes = nullptr);
   /// Decides and credits a lookup. For tests (the tenant actors answer lookups live).
   index::lookup_route_response lookup(const index::lookup_route_request& request,
@@ -181,6 +193,11 @@ class tenant_set {
   /// Replaces the policy set (every tenant re-resolves).
   void set_policies(policy_ptr policies);
   const policy_ptr& policies() const { return policies_; }
+  /// The effective time of the last applied record (snapshots carry it; the live
+  /// coordinator continues from it).
+  index::micros effective_time() const { return clock_.last(); }
+  /// Continues from `t` (a snapshot's effective time).
+  void set_effective_time(index::micros t) { clock_ = effective_clock(t); }
   policy::resolved_policy policy_of(std::string_view tenant) const {
     return policies_->resolve(tenant);
   }
@@ -205,6 +222,7 @@ class tenant_set {
   stores_ptr stores_;
   std::map<std::string, std::unique_ptr<tenant_state>> tenants_;
   absent_tenant absent_;
+  effective_clock clock_;
 };
 
 /// Runs the §4.6 cap over `tenants` serially (the order of tenant_set::apply and of the

@@ -3,6 +3,9 @@
 // journal/jetstream/nats_fixture) and two real servers with --journal=jetstream
 // --nats-replicas=1. Skipped when nats-server is not installed.
 #include <csignal>
+#include <fstream>
+#include <future>
+#include <iostream>
 #include <thread>
 
 #include <grpcpp/create_channel.h>
@@ -82,6 +85,32 @@ bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& b
     std::this_thread::sleep_for(5ms);
   }
   return false;
+}
+
+/// `inferencecache_journal_position{kind="<kind>"}` of the server on `http_port` (-1: absent).
+long long journal_position(int http_port, const std::string& kind) {
+  auto m = test::http_call(http_port, "GET", "/metrics");
+  const std::string key = "inferencecache_journal_position{kind=\"" + kind + "\"} ";
+  auto at = m.body.find(key);
+  return at == std::string::npos ? -1 : std::atoll(m.body.c_str() + at + key.size());
+}
+
+std::string policy_body(const std::string& ns, const std::string& eviction = "lru") {
+  return R"({"version":7,"policies":[{"namespace":")" + ns + R"(","eviction":")" + eviction +
+         R"("}],"tenants":[]})";
+}
+
+/// Polls until GET /policy answers the same on both servers (bounded); returns that body.
+std::string converged_policy(const test::server_process& a, const test::server_process& b,
+                             std::chrono::milliseconds bound) {
+  const auto deadline = steady::now() + bound;
+  while (steady::now() < deadline) {
+    auto pa = test::http_call(a.snapshot_port(), "GET", "/policy");
+    auto pb = test::http_call(b.snapshot_port(), "GET", "/policy");
+    if (pa.status == 200 && pa.body == pb.body) return pa.body;
+    std::this_thread::sleep_for(10ms);
+  }
+  return "(no convergence)";
 }
 
 class JetStreamReplicas : public ::testing::Test {
@@ -192,6 +221,7 @@ TEST_F(JetStreamReplicas, NatsDownRefusesProducersAndKeepsServingLookups) {
   ASSERT_TRUE(a_);
   auto sa = stub(*a_);
   ASSERT_TRUE(report(*sa, "gpu-a", {"kept"}).accepted());
+  EXPECT_EQ(test::http_call(a_->http_port(), "GET", "/readyz?producer=1").status, 200);
   nats_->kill9(0);
   const auto t0 = steady::now();
   grpc::Status rpc;
@@ -209,10 +239,113 @@ TEST_F(JetStreamReplicas, NatsDownRefusesProducersAndKeepsServingLookups) {
   EXPECT_NE(lookup(*sa, {"lost-1"}).reason_code(), "PREFIX_MATCH");
   auto ready = test::http_call(a_->http_port(), "GET", "/readyz");
   EXPECT_EQ(ready.status, 200);
+  // Spec §3.8: not ready for producers while the journal cannot be written.
+  EXPECT_EQ(test::http_call(a_->http_port(), "GET", "/readyz?producer=1").status, 503);
   auto metrics = test::http_call(a_->http_port(), "GET", "/metrics");
   EXPECT_NE(metrics.body.find("inferencecache_journal_nats_connected 0"), std::string::npos)
       << metrics.body;
   EXPECT_EQ(a_->terminate(), 0);
+}
+
+// Spec §3.4 / §3.10 check 8. Concurrent /policy pushes to both replicas: each answers 204
+// or 409, at least one wins, both end with the same policy. A replica that has not applied
+// the newest push yet (test hook: its follower hands batches over 1.5 s late) loses its
+// compare-and-set: 409, nothing changes. A --policy-file never overrides the policy the
+// stream holds (at restart, nor on another replica).
+TEST_F(JetStreamReplicas, PolicyPushesRaceAndAPolicyFileNeverOverridesTheStream) {
+  const std::string file = dir_a_ + "/policy.json";
+  std::ofstream(file) << policy_body("from-file");
+  a_ = start(dir_a_, "ra", {"--policy-file=" + file});
+  b_ = start(dir_b_, "rb");
+  ASSERT_TRUE(a_ && b_);
+  EXPECT_NE(a_->logs().find("policy_file_applied"), std::string::npos) << a_->logs();
+  EXPECT_NE(converged_policy(*a_, *b_, 5s).find("from-file"), std::string::npos);
+  auto push = [](int port, std::string body) {
+    return test::http_call(port, "POST", "/policy", {}, body);
+  };
+  int wins = 0, losses = 0;
+  for (int round = 0; round < 2; ++round) {
+    auto fa = std::async(std::launch::async, push, a_->snapshot_port(),
+                         policy_body("a" + std::to_string(round)));
+    auto fb = std::async(std::launch::async, push, b_->snapshot_port(),
+                         policy_body("b" + std::to_string(round)));
+    const auto ra = fa.get(), rb = fb.get();
+    for (const auto* r : {&ra, &rb}) {
+      ASSERT_TRUE(r->status == 204 || r->status == 409) << r->status << " " << r->body;
+      (r->status == 204 ? wins : losses) += 1;
+    }
+    ASSERT_TRUE(ra.status == 204 || rb.status == 204) << "round " << round << ": nobody won";
+    ASSERT_NE(converged_policy(*a_, *b_, 5s), "(no convergence)") << "round " << round;
+  }
+  std::cout << "concurrent policy pushes: " << wins << " won, " << losses << " lost (409)\n";
+
+  // B applies the stream late: A's push is stored and applied on A, B has not seen it.
+  EXPECT_EQ(b_->terminate(), 0);
+  ::setenv("IC_TEST_FOLLOW_DELAY_MS", "1500", 1);
+  b_ = test::server_process::start(IC_TESTHOOKS_SERVER_BINARY, replica_args(dir_b_, "rb", nats_->url(0)));
+  ::unsetenv("IC_TEST_FOLLOW_DELAY_MS");
+  ASSERT_TRUE(b_ && b_->wait_ready(20s)) << (b_ ? b_->logs() : "fork failed");
+  ASSERT_EQ(push(a_->snapshot_port(), policy_body("newest")).status, 204);
+  const auto lost = push(b_->snapshot_port(), policy_body("stale"));
+  EXPECT_EQ(lost.status, 409) << lost.body;
+  EXPECT_EQ(lost.body, "policy changed concurrently; GET and retry\n");
+  const std::string last = converged_policy(*a_, *b_, 10s);
+  EXPECT_NE(last.find("newest"), std::string::npos) << last;
+  EXPECT_EQ(last.find("stale"), std::string::npos) << last;
+
+  EXPECT_EQ(a_->terminate(), 0);
+  // Item 4 of issue #15's follow-up: the final snapshot's line says what happened to the
+  // stream (it used to claim "journal truncated").
+  EXPECT_EQ(a_->logs().find("journal truncated"), std::string::npos) << a_->logs();
+  EXPECT_NE(a_->logs().find("stream not purged"), std::string::npos) << a_->logs();
+  a_ = start(dir_a_, "ra", {"--policy-file=" + file});  // restart: the stream's policy wins
+  ASSERT_TRUE(a_);
+  EXPECT_NE(a_->logs().find("policy_file_skipped"), std::string::npos) << a_->logs();
+  EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/policy").body, last);
+  EXPECT_EQ(b_->terminate(), 0);
+  b_ = start(dir_b_, "rb", {"--policy-file=" + file});  // another replica's file neither
+  ASSERT_TRUE(b_);
+  EXPECT_NE(b_->logs().find("policy_file_skipped"), std::string::npos) << b_->logs();
+  EXPECT_EQ(converged_policy(*a_, *b_, 5s), last);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Spec §3.4: an LFU tenant under a small cap, lookups on replica A only. The credits are
+// journaled (--lfu-credit-interval) and applied on both replicas, so the cap evicts the
+// same (uncredited) entry on both. Had A credited locally, B would evict the credited one.
+TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
+  const std::vector<std::string> flags = {"--max-index-entries=2", "--lfu-credit-interval=200ms",
+                                          "--sweep-interval=24h"};
+  a_ = start(dir_a_, "ra", flags);
+  b_ = start(dir_b_, "rb", flags);
+  ASSERT_TRUE(a_ && b_);
+  ASSERT_EQ(test::http_call(a_->snapshot_port(), "POST", "/policy", {}, policy_body("t", "lfu")).status, 204);
+  auto sa = stub(*a_), sb = stub(*b_);
+  ASSERT_TRUE(report(*sa, "gpu-1", {"used"}).accepted());
+  ASSERT_TRUE(report(*sa, "gpu-2", {"idle"}).accepted());
+  // B caught up without a lookup on B (a lookup there would credit "idle" too).
+  const long long before = journal_position(a_->http_port(), "stream_last");
+  auto caught_up = [&](long long pos) {
+    const auto until = steady::now() + 5s;
+    while (journal_position(b_->http_port(), "applied") < pos && steady::now() < until)
+      std::this_thread::sleep_for(20ms);
+    return journal_position(b_->http_port(), "applied") >= pos;
+  };
+  ASSERT_TRUE(caught_up(before)) << b_->logs();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(lookup(*sa, {"used"}).reason_code(), "PREFIX_MATCH");
+  // One credit record from A (within ~200 ms), applied on B: its position moves by one.
+  ASSERT_TRUE(caught_up(before + 1)) << a_->logs();
+  ASSERT_TRUE(report(*sa, "gpu-3", {"new"}).accepted());  // over the cap: one entry goes
+  ASSERT_TRUE(converges(*sb, {"new"}, "gpu-3", 5s));
+  for (auto* s : {sa.get(), sb.get()}) {
+    EXPECT_EQ(lookup(*s, {"used"}).reason_code(), "PREFIX_MATCH");
+    EXPECT_NE(lookup(*s, {"idle"}).reason_code(), "PREFIX_MATCH");
+  }
+  EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
+            test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
 }
 
 }  // namespace

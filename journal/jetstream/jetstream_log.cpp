@@ -170,6 +170,35 @@ result<append_ack> writer::append(const std::vector<record_in>& records) {
 }
 
 result<append_ack> writer::append(const std::vector<record_in>& records, const batch_id& id) {
+  return publish(records, id, impl_->subject, std::nullopt);
+}
+
+result<append_ack> writer::append_conditional(const std::vector<record_in>& records,
+                                              const std::string& scope,
+                                              std::uint64_t expected_last) {
+  if (records.empty()) return status{errc::invalid_argument, "empty batch"};
+  batch_id id{impl_->opts.replica_id, impl_->opts.epoch, impl_->next_counter.fetch_add(1)};
+  return publish(records, id, impl_->opts.subject_prefix + "." + scope, expected_last);
+}
+
+result<std::uint64_t> writer::last_on_subject(const std::string& scope) const {
+  const std::string subject = impl_->opts.subject_prefix + "." + scope;
+  natsMsg* m = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetLastMsg(&m, impl_->conn->js(), impl_->opts.stream.c_str(),
+                               subject.c_str(), nullptr, &jerr);
+  if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return std::uint64_t{0};
+  if (s != NATS_OK) {
+    return status{errc::unavailable, "last message on " + subject + ": " + describe(s, jerr)};
+  }
+  const std::uint64_t seq = natsMsg_GetSequence(m);
+  natsMsg_Destroy(m);
+  return seq;
+}
+
+result<append_ack> writer::publish(const std::vector<record_in>& records, const batch_id& id,
+                                   const std::string& subject,
+                                   std::optional<std::uint64_t> expected_last) {
   if (records.empty()) return status{errc::invalid_argument, "empty batch"};
   if (status s = validate_origin(id.origin); !s.ok()) return s;
   std::string body;
@@ -198,11 +227,15 @@ result<append_ack> writer::append(const std::vector<record_in>& records, const b
     jsPubOptions po;
     jsPubOptions_Init(&po);
     po.MsgId = mid.c_str();
+    if (expected_last) {
+      if (*expected_last == 0) po.ExpectNoMessage = true;
+      else po.ExpectLastSubjectSeq = *expected_last;
+    }
     po.MaxWait = std::max<std::int64_t>(1, std::min<std::int64_t>(impl_->opts.attempt_timeout.count(), left));
     jsPubAck* pa = nullptr;
     jsErrCode jerr = static_cast<jsErrCode>(0);
     ++attempts;
-    natsStatus s = js_Publish(&pa, impl_->conn->js(), impl_->subject.c_str(), body.data(),
+    natsStatus s = js_Publish(&pa, impl_->conn->js(), subject.c_str(), body.data(),
                               static_cast<int>(body.size()), &po, &jerr);
     if (s == NATS_OK) {
       append_ack ack{pa->Sequence, mid, pa->Duplicate, attempts};
@@ -221,6 +254,13 @@ result<append_ack> writer::append(const std::vector<record_in>& records, const b
       return status{errc::unavailable, "stream full: " + impl_->opts.stream +
                                            " refused msg id " + mid + " (Discard=new, " +
                                            last_error + "); not stored"};
+    }
+    if (jerr == JSStreamWrongLastSequenceErr) {
+      ++impl_->refused;
+      return status{errc::conflict, "another message on " + subject +
+                                        " came first (expected last sequence " +
+                                        std::to_string(expected_last.value_or(0)) +
+                                        "); msg id " + mid + " not stored"};
     }
     if (s == NATS_CONNECTION_CLOSED) break;
     if (ms_left(deadline) == 0) break;

@@ -136,6 +136,18 @@ class writer {
   /// with its old id, and a duplicate inside the window is acked with the first position.
   result<append_ack> append(const std::vector<record_in>& records, const batch_id& id);
 
+  /// Publishes `records` as one envelope (next id) to `<subject_prefix>.<scope>`, stored
+  /// only when the stream's last message on that subject is `expected_last` (0: none yet;
+  /// ExpectLastSubjectSeq / ExpectNoMessage, spec §2.6). Retries as append() (same id: a
+  /// repeat of a stored attempt is acked as a duplicate before the check). Errors as
+  /// append(), plus conflict (JetStream 10071: another message on the subject came first;
+  /// not stored).
+  result<append_ack> append_conditional(const std::vector<record_in>& records,
+                                        const std::string& scope, std::uint64_t expected_last);
+  /// The stream sequence of the last message on `<subject_prefix>.<scope>` (0: none).
+  /// Errors: unavailable.
+  result<std::uint64_t> last_on_subject(const std::string& scope) const;
+
   /// Purges every stream message below `position` (js_PurgeStream, Purge.Sequence):
   /// the caller guarantees a committed shared snapshot covers position - 1 (spec §3.6).
   /// Errors: unavailable.
@@ -153,6 +165,11 @@ class writer {
  private:
   struct impl;
   explicit writer(std::unique_ptr<impl> p);
+  /// The one publish loop: to `subject`, with `expected_last` as the subject condition
+  /// when set.
+  result<append_ack> publish(const std::vector<record_in>& records, const batch_id& id,
+                             const std::string& subject,
+                             std::optional<std::uint64_t> expected_last);
   std::unique_ptr<impl> impl_;
 };
 

@@ -12,6 +12,11 @@ void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
   }
 }
 
+status too_many_records() {
+  return status{errc::invalid_argument, "a replicated batch carries at most " +
+                                            std::to_string(max_records_per_batch) + " records"};
+}
+
 std::int64_t wall_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -41,9 +46,7 @@ std::string jetstream_log::describe() const { return "stream " + opts_.nats.stre
 std::string jetstream_log::next_batch_id() const { return msg_id(writer_->peek_next_id()); }
 
 result<std::uint64_t> jetstream_log::append(const std::vector<record_in>& records) {
-  if (records.size() > max_records_per_batch)
-    return status{errc::invalid_argument, "a replicated batch carries at most " +
-                                              std::to_string(max_records_per_batch) + " records"};
+  if (records.size() > max_records_per_batch) return too_many_records();
   auto ack = writer_->append(records);
   if (!ack.ok()) return ack.status();
   note_stream_last(ack->position);
@@ -52,13 +55,38 @@ result<std::uint64_t> jetstream_log::append(const std::vector<record_in>& record
 
 result<std::uint64_t> jetstream_log::append_keyed(const std::vector<record_in>& records,
                                                   const dedup_key& key) {
-  if (records.size() > max_records_per_batch)
-    return status{errc::invalid_argument, "a replicated batch carries at most " +
-                                              std::to_string(max_records_per_batch) + " records"};
+  if (records.size() > max_records_per_batch) return too_many_records();
   auto ack = writer_->append(records, batch_id{key.scope, key.period, key.slot});
   if (!ack.ok()) return ack.status();
   note_stream_last(ack->position);
   return record_position(ack->position, 0);
+}
+
+result<std::uint64_t> jetstream_log::append_conditional(const std::vector<record_in>& records,
+                                                        std::string_view scope,
+                                                        std::uint64_t expected_last) {
+  if (records.size() > max_records_per_batch) return too_many_records();
+  auto ack = writer_->append_conditional(records, std::string(scope), expected_last);
+  if (!ack.ok()) return ack.status();
+  note_stream_last(ack->position);
+  return record_position(ack->position, 0);
+}
+
+std::uint64_t jetstream_log::scope_position(std::string_view scope) const {
+  std::lock_guard<std::mutex> lk(scopes_mu_);
+  auto it = scopes_.find(scope);
+  return it == scopes_.end() ? 0 : it->second;
+}
+
+void jetstream_log::note_scope(const delivered_batch& b) {
+  const std::string& prefix = opts_.nats.subject_prefix;
+  if (b.subject.size() <= prefix.size() + 1 || b.subject.compare(0, prefix.size(), prefix) != 0)
+    return;
+  const std::string_view scope = std::string_view(b.subject).substr(prefix.size() + 1);
+  if (scope == "b") return;
+  std::lock_guard<std::mutex> lk(scopes_mu_);
+  auto& last = scopes_[std::string(scope)];
+  last = std::max(last, b.position);
 }
 
 void jetstream_log::note_stream_last(std::uint64_t seq) {
@@ -76,6 +104,7 @@ template <typename Visit>
 bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
   raise(stream_last_, b.position);
   last_stored_at_ns_ = b.stored_at_ns;
+  note_scope(b);
   struct caught_up_check {
     jetstream_log* self;
     ~caught_up_check() { self->note_delivered(); }
@@ -107,6 +136,16 @@ status jetstream_log::read_after(std::uint64_t after,
   auto st = writer_->state();
   if (!st.ok()) return st.status();
   note_stream_last(st->last_seq);
+  // A conditional scope's last message before `from` is not delivered again: ask for it.
+  // One after `from` is delivered below (and wins).
+  for (const auto& scope : opts_.conditional_scopes) {
+    auto last = writer_->last_on_subject(scope);
+    if (!last.ok()) return last.status();
+    if (*last != 0 && *last < from) {
+      std::lock_guard<std::mutex> lk(scopes_mu_);
+      scopes_[scope] = *last;
+    }
+  }
   if (st->first_seq > from && st->msgs > 0 && after > 0) {
     ++gaps_;
     return status{errc::out_of_range,

@@ -15,9 +15,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "journal/jetstream/jetstream_log.hpp"
 #include "journal/record_log.hpp"
@@ -33,6 +36,9 @@ struct jetstream_log_options {
   journal::options local;
   /// How long recovery waits to read up to the stream's last sequence. Default 60 s.
   std::chrono::milliseconds catch_up_timeout{60000};
+  /// The scopes of append_conditional (each its own subject `<prefix>.<scope>`); their
+  /// last sequence before a snapshot is asked of the stream at read_after.
+  std::vector<std::string> conditional_scopes{policy_scope};
 };
 
 class jetstream_log final : public record_log {
@@ -48,6 +54,11 @@ class jetstream_log final : public record_log {
   /// Publishes with Msg-Id `<scope>.<period>.<slot>` (no epoch: the same on every replica).
   result<std::uint64_t> append_keyed(const std::vector<record_in>& records,
                                      const dedup_key& key) override;
+  /// Publishes to `<prefix>.<scope>` expecting `expected_last` as its last sequence there.
+  result<std::uint64_t> append_conditional(const std::vector<record_in>& records,
+                                           std::string_view scope,
+                                           std::uint64_t expected_last) override;
+  std::uint64_t scope_position(std::string_view scope) const override;
   status resume() override { return status::success(); }
   status read_after(std::uint64_t after,
                     const std::function<bool(const record_view&)>& visit) override;
@@ -77,6 +88,8 @@ class jetstream_log final : public record_log {
   void note_stream_last(std::uint64_t seq);
   /// Stops that clock once delivered_ reached stream_last_.
   void note_delivered();
+  /// Remembers `b` as the last delivered batch of its scope (subjects other than `.b`).
+  void note_scope(const delivered_batch& b);
 
   jetstream_log_options opts_;
   std::unique_ptr<writer> writer_;
@@ -91,6 +104,9 @@ class jetstream_log final : public record_log {
   std::atomic<std::uint64_t> gaps_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> resets_{0};
+  /// Stream sequence of the last delivered message per conditional scope.
+  mutable std::mutex scopes_mu_;
+  std::map<std::string, std::uint64_t, std::less<>> scopes_;
 };
 
 }  // namespace ic::journal::jetstream

@@ -92,5 +92,53 @@ TEST(JetStreamRecordLog, TwoReplicasSeeOneOrderAndRecoveryResumesInsideAnEnvelop
   ic::test::remove_tree(tmp);
 }
 
+// Policy pushes (spec §3.4): a conditional append expects the last policy message the
+// caller applied; one that has not seen the newest loses with conflict and stores nothing. A replica recovering from a snapshot past the last policy message
+// asks the stream for it.
+TEST(JetStreamRecordLog, ConditionalAppendsLoseToANewerPushTheReplicaHasNotSeen) {
+  if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed";
+  std::string why;
+  auto c = nats_cluster::start(1, &why);
+  ASSERT_TRUE(c) << why;
+  const std::string tmp = ic::test::make_temp_dir("ic_jsrl_cas");
+  auto a = jetstream_log::open(log_options(*c, "ra", tmp + "/a"));
+  auto b = jetstream_log::open(log_options(*c, "rb", tmp + "/b"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto nothing = [](const record_view&) { return true; };
+  ASSERT_TRUE((*a)->read_after(0, nothing).ok());
+  ASSERT_TRUE((*b)->read_after(0, nothing).ok());
+  EXPECT_EQ((*a)->scope_position(policy_scope), 0u);
+
+  auto first = (*a)->append_conditional({{3, "p1"}}, policy_scope, 0);  // no policy yet: stored
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_EQ(*first, record_position(1, 0));
+  auto lost = (*b)->append_conditional({{3, "p2"}}, policy_scope,
+                                         (*b)->scope_position(policy_scope));  // b: none seen
+  ASSERT_FALSE(lost.ok());
+  EXPECT_EQ(lost.status().code(), errc::conflict) << lost.status().to_string();
+  ASSERT_TRUE((*a)->append({{1, "update"}}).ok());  // seq 2, not a policy message
+
+  std::atomic<bool> stop{false};
+  std::thread follower([&] { (void)(*b)->follow([](const log_batch&) {}, stop); });
+  for (int i = 0; i < 300 && (*b)->stats().delivered_position < 2; ++i)
+    std::this_thread::sleep_for(10ms);
+  stop = true;
+  follower.join();
+  EXPECT_EQ((*b)->scope_position(policy_scope), 1u);  // the update did not move it
+  auto won = (*b)->append_conditional({{3, "p2"}}, policy_scope, 1);  // b applied p1
+  ASSERT_TRUE(won.ok()) << won.status().to_string();
+  EXPECT_EQ(*won, record_position(3, 0));
+  auto state = [&]() { return (*b)->stats().log_position; };
+  EXPECT_EQ(state(), 3u);  // the lost push stored nothing
+
+  ASSERT_TRUE((*a)->append({{1, "update-2"}}).ok());  // seq 4
+  auto late = jetstream_log::open(log_options(*c, "rc", tmp + "/c"));
+  ASSERT_TRUE(late.ok());
+  // As after a local snapshot covering seq 4: the policy message at 3 is not delivered again.
+  ASSERT_TRUE((*late)->read_after(record_position(4, 0), nothing).ok());
+  EXPECT_EQ((*late)->scope_position(policy_scope), 3u);
+  ic::test::remove_tree(tmp);
+}
+
 }  // namespace
 }  // namespace ic::journal::jetstream

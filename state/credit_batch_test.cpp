@@ -1,0 +1,130 @@
+// Journaled LFU credits (spec/scaleout.md §3.4, §3.10 check 9 "credit batch merge"): a
+// batch merges credits by entry name, bounds its size, and applying the journaled record
+// credits the named entries of every replica's index alike.
+#include "state/credit_batch.hpp"
+
+#include <gtest/gtest.h>
+
+#include "state/tenant_state.hpp"
+#include "state/test_support.hpp"
+#include "inferencecache/v1alpha1/inferencecache.pb.h"
+
+namespace ic::state {
+namespace {
+
+constexpr index::micros kT0 = 1'700'000'000'000'000;
+
+index::named_hit hit(const std::string& key, const std::string& replica = "r1") {
+  return index::named_hit{"m", "vllm", "", key, replica};
+}
+
+proto::decoded_record credit_record_of(const std::vector<proto::lfu_credit>& credits,
+                                       index::micros at) {
+  const std::string bytes = proto::encode_record(proto::record_kind::lfu_credits, at,
+                                                 proto::encode_credits(credits));
+  return *proto::decode_record(static_cast<std::uint32_t>(proto::record_kind::lfu_credits), bytes);
+}
+
+proto::decoded_record policy_of(const std::string& json) {
+  return *proto::decode_record(static_cast<std::uint32_t>(proto::record_kind::policy),
+                               proto::encode_record(proto::record_kind::policy, kT0, json));
+}
+
+TEST(CreditBatch, MergesByEntryAndTakesInNameOrder) {
+  credit_batch b;
+  b.add("t", hit("b"));
+  b.add("t", hit("a"));
+  b.add("t", hit("b"), 2);
+  b.add("u", hit("a"));
+  b.add("t", hit("a", "r2"));
+  auto due = b.take();
+  ASSERT_EQ(due.size(), 4u);
+  EXPECT_EQ(due[0].tenant, "t");
+  EXPECT_EQ(due[0].hit.key, "a");
+  EXPECT_EQ(due[0].hit.replica, "r1");
+  EXPECT_EQ(due[1].hit.replica, "r2");
+  EXPECT_EQ(due[2].hit.key, "b");
+  EXPECT_EQ(due[2].count, 3u);
+  EXPECT_EQ(due[3].tenant, "u");
+  EXPECT_TRUE(b.take().empty());  // taken: the batch starts over
+}
+
+TEST(CreditBatch, AFullBatchDropsNewEntriesButStillCountsHeldOnes) {
+  credit_batch b(2);
+  b.add("t", hit("a"));
+  b.add("t", hit("b"));
+  b.add("t", hit("c"));  // dropped
+  b.add("t", hit("a"));  // held: adds up
+  EXPECT_EQ(b.dropped(), 1u);
+  auto due = b.take();
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(due[0].count, 2u);
+  b.add("t", hit("c"));  // room again after take()
+  EXPECT_EQ(b.take().size(), 1u);
+}
+
+TEST(CreditBatch, TheRecordRoundTripsAndSplitsByTenant) {
+  const std::vector<proto::lfu_credit> credits = {{"t", hit("a"), 2}, {"u", hit("x", "r9"), 1},
+                                                  {"t", hit("b"), 5}};
+  auto rec = credit_record_of(credits, kT0);
+  EXPECT_EQ(rec.applied_at_us, kT0);
+  const auto& back = std::get<proto::credit_record>(rec.payload);
+  ASSERT_EQ(back.credits.size(), 3u);
+  EXPECT_EQ(back.credits[1].hit.replica, "r9");
+  EXPECT_EQ(back.credits[2].count, 5u);
+  auto split = credits_by_tenant(back);
+  ASSERT_EQ(split.size(), 2u);
+  EXPECT_EQ(split["t"].credits.size(), 2u);
+  EXPECT_EQ(split["u"].credits.size(), 1u);
+}
+
+// Two replicas' indexes hold the same entries; lookups happen on replica A only. A collects
+// the credits by name, the journaled record is applied on both: the cap then evicts the
+// same entry on both (the uncredited one), as spec §3.4 requires of LFU tenants.
+TEST(CreditBatch, AppliedFromTheRecordBothReplicasEvictTheSameEntry) {
+  state_options o;
+  o.max_entries = 2;
+  tenant_set a(o), b(o);
+  for (tenant_set* s : {&a, &b}) {
+    s->apply(policy_of(
+        R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu"}],"tenants":[]})"));
+    s->apply(testing::as_record(testing::chain_update("r1", {"used"}), kT0));
+    s->apply(testing::as_record(testing::chain_update("r2", {"idle"}), kT0 + 1));
+  }
+  credit_batch batch;
+  for (int i = 0; i < 3; ++i) {
+    auto out = a.find("t")->decide(testing::chain_lookup({"used"}), kT0 + 10);
+    ASSERT_EQ(out.response.reason_code, "PREFIX_MATCH");
+    a.find("t")->collect_credit(out.credit, batch);  // collected, not applied
+  }
+  EXPECT_EQ(a.canonical_dump(), b.canonical_dump());  // collecting changed nothing yet
+  auto due = batch.take();
+  ASSERT_EQ(due.size(), 1u);
+  EXPECT_EQ(due[0].count, 3u);
+  EXPECT_EQ(due[0].hit.model, "m");
+  EXPECT_EQ(due[0].hit.replica, "r1");
+  const auto rec = credit_record_of(due, kT0 + 20);
+  a.apply(rec);
+  b.apply(rec);
+  EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
+  for (tenant_set* s : {&a, &b}) {
+    s->apply(testing::as_record(testing::chain_update("r3", {"new"}), kT0 + 30));  // over the cap
+    EXPECT_EQ(s->lookup(testing::chain_lookup({"used"}), kT0 + 40).reason_code, "PREFIX_MATCH");
+    EXPECT_NE(s->lookup(testing::chain_lookup({"idle"}), kT0 + 40).reason_code, "PREFIX_MATCH");
+  }
+  EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
+}
+
+TEST(CreditBatch, CreditsOfEntriesThatAreGoneAreSkipped) {
+  tenant_set s;
+  s.apply(testing::as_record(testing::chain_update("r1", {"a"}), kT0));
+  const auto before = s.canonical_dump();
+  auto out = s.apply(credit_record_of({{"t", hit("zzz"), 4}, {"nobody", hit("a"), 1},
+                                       {"t", hit("a", "r-gone"), 1}},
+                                      kT0 + 1));
+  EXPECT_TRUE(out.ok);
+  EXPECT_EQ(s.canonical_dump(), before);
+}
+
+}  // namespace
+}  // namespace ic::state
