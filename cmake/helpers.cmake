@@ -30,8 +30,13 @@ function(ic_test name)
   if(A_LABELS)
     set(labels ${A_LABELS})
   endif()
+  # One label string ("integration/tsan"): gtest_discover_tests flattens a list value in
+  # PROPERTIES, so LABELS "integration;tsan" kept only the first label and `ctest -L tsan`
+  # selected nothing. ctest -L matches labels as a regex search: -L tsan and -L integration
+  # both select "integration/tsan".
+  list(JOIN labels "/" label)
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${labels}")
+    PROPERTIES LABELS "${label}")
   set_property(GLOBAL APPEND PROPERTY IC_TESTS ${name})
 endfunction()
 

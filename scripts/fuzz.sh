@@ -8,11 +8,25 @@
 #   scripts/fuzz.sh            # 30 s per target
 #   scripts/fuzz.sh 10         # 10 s per target
 #   FUZZ_TARGETS="fuzz_duration fuzz_policy_json" scripts/fuzz.sh 60
+#   FUZZ_SEED=7 scripts/fuzz.sh 5         # libFuzzer -seed= (default 1, so CI runs repeat;
+#   FUZZ_SEED=random scripts/fuzz.sh 5    #   random: libFuzzer picks one); printed per target
+#   FUZZ_RUNS=10000000 scripts/fuzz.sh    # -runs= mode: N executions per target, no time
+#                                         #   limit unless SECONDS is given as well
 set -euo pipefail
 
-seconds="${1:-30}"
-if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
+runs="${FUZZ_RUNS:-}"
+if [ -n "$runs" ] && ! [[ "$runs" =~ ^[1-9][0-9]*$ ]]; then
+  echo "fuzz.sh: FUZZ_RUNS must be a positive whole number, got \"$runs\"" >&2
+  exit 2
+fi
+seconds="${1:-$([ -n "$runs" ] && echo 0 || echo 30)}"
+if ! [[ "$seconds" =~ ^[0-9]+$ ]] || { [ "$seconds" -lt 1 ] && [ -z "$runs" ]; }; then
   echo "fuzz.sh: SECONDS must be a positive whole number, got \"$seconds\"" >&2
+  exit 2
+fi
+seed="${FUZZ_SEED:-1}"
+if [ "$seed" != random ] && ! [[ "$seed" =~ ^[0-9]+$ ]]; then
+  echo "fuzz.sh: FUZZ_SEED must be a whole number or \"random\", got \"$seed\"" >&2
   exit 2
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -50,16 +64,20 @@ for t in $targets; do
   cp "$root/fuzz/corpus/$t/"* "$corpus/"
   log="$work/$t.log"
   rc=0
-  "$bin" "$corpus" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+  t0=$(date +%s)
+  "$bin" "$corpus" -max_total_time="$seconds" ${runs:+-runs="$runs"} \
+    $([ "$seed" = random ] || echo "-seed=$seed") -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$log" 2>&1 || rc=$?
+  took=$(( $(date +%s) - t0 ))
   execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
+  used_seed="$(sed -n 's/^INFO: Seed: *//p' "$log" | head -1)"
   if [ "$rc" -eq 0 ]; then
-    echo "$t: ok execs=${execs:-?} execs/s=${rate:-?} seconds=$seconds"
+    echo "$t: ok execs=${execs:-?} execs/s=${rate:-?} seconds=$took seed=${used_seed:-?}"
   else
     what="$(grep -m1 -oE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)[^\n]*|runtime error:.*|fuzz invariant failed:.*' "$log" || true)"
     artifact="$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)"
-    echo "$t: FAILED rc=$rc execs=${execs:-?} ${what:-see log} artifact=${artifact:-none}"
+    echo "$t: FAILED rc=$rc execs=${execs:-?} seconds=$took seed=${used_seed:-?} ${what:-see log} artifact=${artifact:-none}"
     cp "$log" "$artifacts/$t.log"
     failed=1
   fi

@@ -48,6 +48,11 @@ run_pass() {
   ctest --test-dir "$build" --output-on-failure -j"$jobs" --timeout 600 "$@" ${CTEST_ARGS:-} \
     >"$build/ctest.log" 2>&1 || rc=$?
   grep -E "tests passed|tests failed|Total Test time" "$build/ctest.log" | sed "s/^/$name: /"
+  # A pass that selected nothing checked nothing (the `tsan` label once matched no test).
+  if grep -q "No tests were found" "$build/ctest.log"; then
+    echo "$name: ctest selected no test"
+    rc=1
+  fi
   if compgen -G "$logs/*" >/dev/null; then
     echo "$name: sanitizer reports in $logs:"
     for f in "$logs"/*; do

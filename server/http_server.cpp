@@ -339,25 +339,35 @@ std::string http_server::start(const std::string& listen, const http_limits& lim
     state->workers.emplace_back([s = state.get()] { s->worker_loop(); });
   state->sweeper = std::thread([s = state.get()] { s->sweep_loop(); });
   impl_ = std::move(state);
+  live_.store(impl_.get(), std::memory_order_release);
   return "";
 }
 
 std::size_t http_server::open_connections() const {
-  if (!impl_) return 0;
-  std::lock_guard<std::mutex> lock(impl_->conns_mu);
-  return impl_->conns.size();
+  auto* s = live_.load(std::memory_order_acquire);
+  if (!s) return 0;
+  std::lock_guard<std::mutex> lock(s->conns_mu);
+  return s->conns.size();
 }
 
 std::size_t http_server::queued_requests() const {
-  if (!impl_) return 0;
-  std::lock_guard<std::mutex> lock(impl_->pool_mu);
-  return impl_->queue.size();
+  auto* s = live_.load(std::memory_order_acquire);
+  if (!s) return 0;
+  std::lock_guard<std::mutex> lock(s->pool_mu);
+  return s->queue.size();
 }
 
-std::uint64_t http_server::rejected_connections() const { return impl_ ? impl_->rejected.load() : 0; }
+std::uint64_t http_server::rejected_connections() const {
+  auto* s = live_.load(std::memory_order_acquire);
+  return s ? s->rejected.load() : 0;
+}
 
 void http_server::stop() {
-  if (!impl_) return;
+  if (!impl_ || stopped_) return;
+  stopped_ = true;
+  live_.store(nullptr, std::memory_order_release);  // a query already past the load still
+                                                   // finds impl_ alive: it is freed only
+                                                   // by the destructor
   {
     std::lock_guard<std::mutex> lock(impl_->pool_mu);
     impl_->stopping = true;
@@ -371,7 +381,6 @@ void http_server::stop() {
   impl_->sweep_cv.notify_all();
   impl_->sweeper.join();
   MHD_stop_daemon(impl_->daemon);
-  impl_.reset();
 }
 
 }  // namespace ic::server

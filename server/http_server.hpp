@@ -105,7 +105,9 @@ class http_server {
   /// Connections closed at accept because `max_connections` were open (since start).
   std::uint64_t rejected_connections() const;
 
-  /// Stops accepting and waits for in-flight handlers.
+  /// Stops accepting and waits for in-flight handlers. The queries above stay safe to call
+  /// from other threads during and after it (they answer 0 once stopped): the server state is
+  /// freed by the destructor, not here.
   void stop();
 
  private:
@@ -118,6 +120,12 @@ class http_server {
 
   std::map<std::string, route_entry> routes_;
   std::unique_ptr<impl> impl_;
+  /// impl_.get() from the end of a successful start() until stop() begins: what the queries
+  /// read. Other threads call them (a /metrics scrape on the other port reads this server's
+  /// open connections), also while stop() runs; TSan found stop() resetting impl_ under
+  /// such a read (a use-after-free at shutdown).
+  std::atomic<impl*> live_{nullptr};
+  bool stopped_ = false;
   int port_ = 0;
 };
 

@@ -80,6 +80,33 @@ TEST(HttpServer, ServesRoutesAnd404sEverythingElse) {
   EXPECT_EQ(test::http_call(s.port(), "GET", "/healthz").status, 0);
 }
 
+// TSan (s5-harden): at shutdown a /metrics scrape on :8080 read the admin server's open
+// connections while admin.stop() freed its state. The queries stay safe during stop().
+TEST(HttpServer, QueriesFromAnotherThreadStaySafeWhileItStops) {
+  http_server s;
+  s.route("/healthz", [](const http_request&) { return http_response{200, "ok\n"}; });
+  ASSERT_EQ(s.start("127.0.0.1:0"), "");
+  EXPECT_EQ(test::http_call(s.port(), "GET", "/healthz").status, 200);
+  std::atomic<bool> done{false};
+  std::atomic<long> reads{0};
+  std::thread reader([&] {
+    while (!done.load()) {
+      (void)s.open_connections();
+      (void)s.queued_requests();
+      (void)s.rejected_connections();
+      ++reads;
+    }
+  });
+  while (reads.load() == 0) std::this_thread::yield();
+  s.stop();
+  done = true;
+  reader.join();
+  EXPECT_EQ(s.open_connections(), 0u);
+  EXPECT_EQ(s.queued_requests(), 0u);
+  EXPECT_EQ(s.rejected_connections(), 0u);
+  s.stop();  // a second stop is a no-op
+}
+
 TEST(HttpServer, FlagsBodiesOverTheRouteLimit) {
   http_server s;
   s.route(

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <array>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <queue>
 #include <sstream>
 
@@ -441,6 +443,21 @@ namespace {
 
 using impl_ptr = std::unique_ptr<bpe_tokenizer::impl>;
 
+/// A token id: a JSON integer in [0, 2^32), else nullopt. nlohmann's get<std::uint32_t>()
+/// casts any number, and a float out of range (2.7e55) is undefined behaviour (found by
+/// fuzz_tokenizer_json).
+std::optional<std::uint32_t> token_id(const json& v) {
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<std::uint64_t>();
+    if (u <= std::numeric_limits<std::uint32_t>::max()) return static_cast<std::uint32_t>(u);
+  } else if (v.is_number_integer()) {
+    const auto i = v.get<std::int64_t>();
+    if (i >= 0 && i <= std::int64_t{std::numeric_limits<std::uint32_t>::max()})
+      return static_cast<std::uint32_t>(i);
+  }
+  return std::nullopt;
+}
+
 /// Returns `j[key]` when present and not null.
 const json* field(const json& j, const char* key) {
   auto it = j.find(key);
@@ -512,8 +529,11 @@ status load_model(const json& m, bpe_tokenizer::impl& t) {
   t.fuse_unk = m.value("fuse_unk", false);
   const auto& vocab = m.at("vocab");
   t.vocab.reserve(vocab.size());
-  for (auto it = vocab.begin(); it != vocab.end(); ++it)
-    t.vocab.emplace(it.key(), it.value().get<std::uint32_t>());
+  for (auto it = vocab.begin(); it != vocab.end(); ++it) {
+    const auto id = token_id(it.value());
+    if (!id) return error{"model.vocab id of \"" + it.key() + "\" is not an integer in [0, 2^32)"};
+    t.vocab.emplace(it.key(), *id);
+  }
   if (const auto* unk = field(m, "unk_token")) {
     auto it = t.vocab.find(unk->get<std::string>());
     if (it == t.vocab.end()) return error{"model.unk_token is not in the vocabulary"};
@@ -565,7 +585,9 @@ result<std::shared_ptr<const bpe_tokenizer>> bpe_tokenizer::load(std::string_vie
     if (const auto* added = field(doc, "added_tokens"))
       for (const auto& a : *added) {
         added_token tok;
-        tok.id = a.at("id").get<std::uint32_t>();
+        const auto id = token_id(a.at("id"));
+        if (!id) return error{"an added token's id is not an integer in [0, 2^32)"};
+        tok.id = *id;
         tok.content = a.at("content").get<std::string>();
         tok.special = a.value("special", false);
         tok.normalized = a.value("normalized", !tok.special);

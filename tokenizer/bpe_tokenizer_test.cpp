@@ -127,6 +127,25 @@ TEST(BpeTokenizer, ByteFallbackSpellsUnknownCharactersAsByteTokens) {
   EXPECT_EQ(encode_ok(*u, "ab\xc3\xa9"), (ids{2, 3}));
 }
 
+// fuzz_tokenizer_json: an added token's id of 2.7e55 was cast to uint32 (undefined behaviour).
+TEST(BpeTokenizer, RefusesTokenIdsThatAreNotIntegersInTheUint32Range) {
+  for (const json bad : {json(2.6666666666666667e55), json(3.5), json(-1), json(4294967296LL)}) {
+    auto d = tiny_byte_level();
+    d["added_tokens"] = json::array({{{"id", bad}, {"content", "<|x|>"}, {"special", true}}});
+    auto t = bpe_tokenizer::load(d.dump());
+    ASSERT_FALSE(t) << bad.dump();
+    EXPECT_NE(t.error().find("added token's id"), std::string::npos) << t.error();
+    d = tiny_byte_level();
+    d["model"]["vocab"]["a"] = bad;
+    t = bpe_tokenizer::load(d.dump());
+    ASSERT_FALSE(t) << bad.dump();
+    EXPECT_NE(t.error().find("model.vocab id of \"a\""), std::string::npos) << t.error();
+  }
+  auto d = tiny_byte_level();
+  d["added_tokens"] = json::array({{{"id", 4294967295LL}, {"content", "<|x|>"}, {"special", true}}});
+  EXPECT_TRUE(bpe_tokenizer::load(d.dump())) << "the largest uint32 id is accepted";
+}
+
 TEST(BpeTokenizer, RefusesWhatItDoesNotImplementAtLoadTime) {
   auto expect_refused = [](json doc, const std::string& needle) {
     auto t = bpe_tokenizer::load(doc.dump());
