@@ -413,8 +413,7 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
                                                                const v1::LookupRouteRequest* req,
                                                                v1::LookupRouteResponse* resp) {
   const auto start = steady::now();
-  auto* reactor = ctx->DefaultReactor();
-  owed_.open();
+  auto* reactor = open_unary(ctx);
   // H0: the reserved probe tenant short-circuits (latency 0, no adapter echo).
   if (is_reserved(req->tenant_id())) {
     resp->set_reason_code(std::string(index::reason::no_hint));
@@ -422,11 +421,8 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupRoute(grpc::CallbackSer
     answer(reactor, grpc::Status::OK);
     return reactor;
   }
-  actors::runtime* rt = runtime_.load();
-  if (rt == nullptr) {
-    answer(reactor, kRecovering);
-    return reactor;
-  }
+  actors::runtime* rt = runtime_or_recovering(reactor);
+  if (rt == nullptr) return reactor;
   // H1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
   const auto policy = rt->policy_of(req->tenant_id());
   const auto deadline = lookup_deadline(ctx, start, policy);
@@ -489,6 +485,17 @@ void inference_cache_service::finish_lookup(grpc::ServerUnaryReactor* reactor,
   answer(reactor, grpc::Status::OK);
 }
 
+grpc::ServerUnaryReactor* inference_cache_service::open_unary(grpc::CallbackServerContext* ctx) {
+  owed_.open();
+  return ctx->DefaultReactor();
+}
+
+actors::runtime* inference_cache_service::runtime_or_recovering(grpc::ServerUnaryReactor* reactor) {
+  actors::runtime* rt = runtime_.load();
+  if (rt == nullptr) answer(reactor, kRecovering);
+  return rt;
+}
+
 void inference_cache_service::answer(grpc::ServerUnaryReactor* reactor, const grpc::Status& status) {
   reactor->Finish(status);
   owed_.close();
@@ -497,18 +504,14 @@ void inference_cache_service::answer(grpc::ServerUnaryReactor* reactor, const gr
 grpc::ServerUnaryReactor* inference_cache_service::GetCacheState(
     grpc::CallbackServerContext* ctx, const v1::GetCacheStateRequest* req,
     v1::GetCacheStateResponse* resp) {
-  auto* reactor = ctx->DefaultReactor();
-  owed_.open();
+  auto* reactor = open_unary(ctx);
   if (is_reserved(req->tenant_id())) {
     proto::to_proto(index::cache_state_view{}, resp);
     answer(reactor, grpc::Status::OK);
     return reactor;
   }
-  actors::runtime* rt = runtime_.load();
-  if (rt == nullptr) {
-    answer(reactor, kRecovering);
-    return reactor;
-  }
+  actors::runtime* rt = runtime_or_recovering(reactor);
+  if (rt == nullptr) return reactor;
   auto deadline = client_deadline(ctx).value_or(steady::now() + options_.state_timeout);
   rt->cache_state(req->tenant_id(), req->model_id(), deadline,
                        [this, reactor, resp](std::optional<index::cache_state_view> v) {

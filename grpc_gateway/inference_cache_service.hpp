@@ -141,6 +141,10 @@ class inference_cache_service final
                   std::chrono::steady_clock::time_point deadline, grpc::ServerUnaryReactor* reactor,
                   inferencecache::v1alpha1::LookupRouteResponse* resp,
                   std::chrono::steady_clock::time_point start);
+  /// The default reactor of a unary call, now owed an answer (owed_calls.hpp).
+  grpc::ServerUnaryReactor* open_unary(grpc::CallbackServerContext* ctx);
+  /// The attached runtime, or nullptr after answering UNAVAILABLE (still recovering).
+  actors::runtime* runtime_or_recovering(grpc::ServerUnaryReactor* reactor);
   /// Finishes a unary call on the default reactor and stops owing it.
   void answer(grpc::ServerUnaryReactor* reactor, const grpc::Status& status);
   /// Finishes a LookupRoute with `resp` as filled (latency and metrics added here).

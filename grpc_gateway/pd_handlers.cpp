@@ -13,8 +13,6 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-const grpc::Status kRecovering(grpc::StatusCode::UNAVAILABLE, "index is recovering; retry shortly");
-
 double seconds_since(steady::time_point start) {
   return std::chrono::duration<double>(steady::now() - start).count();
 }
@@ -59,13 +57,9 @@ grpc::ServerUnaryReactor* inference_cache_service::RenderTemplate(
     grpc::CallbackServerContext* ctx, const v1::RenderTemplateRequest* req,
     v1::RenderTemplateResponse* resp) {
   const auto start = steady::now();
-  auto* reactor = ctx->DefaultReactor();
-  owed_.open();
-  actors::runtime* rt = runtime_.load();
-  if (rt == nullptr) {
-    answer(reactor, kRecovering);
-    return reactor;
-  }
+  auto* reactor = open_unary(ctx);
+  actors::runtime* rt = runtime_or_recovering(reactor);
+  if (rt == nullptr) return reactor;
   // The store is an immutable snapshot and rendering is O(output): answered on this thread.
   to_proto(rt->render(from_proto(*req)), resp);
   if (probe_) probe_->on_render(resp->reason_code(), seconds_since(start));
@@ -77,13 +71,9 @@ grpc::ServerUnaryReactor* inference_cache_service::LookupPDRoute(
     grpc::CallbackServerContext* ctx, const v1::LookupPDRouteRequest* req,
     v1::LookupPDRouteResponse* resp) {
   const auto start = steady::now();
-  auto* reactor = ctx->DefaultReactor();
-  owed_.open();
-  actors::runtime* rt = runtime_.load();
-  if (rt == nullptr) {
-    answer(reactor, kRecovering);
-    return reactor;
-  }
+  auto* reactor = open_unary(ctx);
+  actors::runtime* rt = runtime_or_recovering(reactor);
+  if (rt == nullptr) return reactor;
   // S1: deadline = min(client deadline, now + the tenant's lookupTimeoutMs).
   const auto deadline = lookup_deadline(ctx, start, rt->policy_of(req->tenant_id()));
   std::string model = req->model_id();
