@@ -107,6 +107,20 @@ bool fail_with(std::string* err, std::string msg) {
   return false;
 }
 
+/// `--hashes` with `--block-tokens` each: the blocks of a LookupRouteRequest or of a
+/// CachedPrefix (both carry block_hashes + block_token_counts).
+template <class Msg>
+bool add_hash_blocks(const std::string& hashes, int block_tokens, Msg* m, std::string* err) {
+  std::vector<std::string> hs;
+  if (!parse_hashes(hashes, &hs, err)) return false;
+  if (block_tokens <= 0) return fail_with(err, "--block-tokens must be positive");
+  for (auto& h : hs) {
+    m->add_block_hashes(h);
+    m->add_block_token_counts(block_tokens);
+  }
+  return true;
+}
+
 }  // namespace
 
 bool build_lookup_request(const lookup_options& o, v1::LookupRouteRequest* req, std::string* err) {
@@ -127,15 +141,7 @@ bool build_lookup_request(const lookup_options& o, v1::LookupRouteRequest* req, 
     if (!toks) return false;
     for (auto t : *toks) req->add_token_ids(t);
   }
-  if (!o.hashes.empty()) {
-    std::vector<std::string> hs;
-    if (!parse_hashes(o.hashes, &hs, err)) return false;
-    if (o.block_tokens <= 0) return fail_with(err, "--block-tokens must be positive");
-    for (auto& h : hs) {
-      req->add_block_hashes(h);
-      req->add_block_token_counts(o.block_tokens);
-    }
-  }
+  if (!o.hashes.empty() && !add_hash_blocks(o.hashes, o.block_tokens, req, err)) return false;
   if (!o.prefix.empty()) {
     auto p = decode_hash(o.prefix, err);
     if (!p) return false;
@@ -173,15 +179,7 @@ bool build_report_updates(const report_options& o, std::vector<v1::CacheStateUpd
   auto* p = u.add_prefixes();
   p->set_tier(tier);
   p->set_adapter_id(o.adapter);
-  if (!o.hashes.empty()) {
-    std::vector<std::string> hs;
-    if (!parse_hashes(o.hashes, &hs, err)) return false;
-    if (o.block_tokens <= 0) return fail_with(err, "--block-tokens must be positive");
-    for (auto& h : hs) {
-      p->add_block_hashes(h);
-      p->add_block_token_counts(o.block_tokens);
-    }
-  }
+  if (!o.hashes.empty() && !add_hash_blocks(o.hashes, o.block_tokens, p, err)) return false;
   if (!o.tokens.empty()) {
     std::vector<std::uint64_t> chain;
     if (!fingerprint_tokens(o.tokens, o.block_tokens, &chain, err)) return false;
