@@ -1,4 +1,5 @@
 #include "server/metrics.hpp"
+#include "server/series_cache.hpp"
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -25,6 +26,23 @@ std::string format_le(double v) {
 }
 
 }  // namespace
+
+struct server_metrics::call_series {
+  call_series(prometheus::Family<prometheus::Counter>* c, prometheus::Family<prometheus::Histogram>* l)
+      : calls(c, {"model", "reason_code", "hint_used"}), latency(l, {"model"}) {}
+  void record(const std::string& model, const std::string& reason_code, bool hint_used,
+              double seconds) {
+    calls.get({model, reason_code, hint_used ? "true" : "false"}).Increment();
+    latency.get({model}, kLatencyBuckets).Observe(seconds);
+  }
+  series_cache<prometheus::Counter, 3> calls;
+  series_cache<prometheus::Histogram, 1> latency;
+};
+
+struct server_metrics::render_series {
+  explicit render_series(prometheus::Family<prometheus::Counter>* c) : calls(c, {"reason_code"}) {}
+  series_cache<prometheus::Counter, 1> calls;
+};
 
 server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Registry>()) {
   auto& r = *registry_;
@@ -158,6 +176,9 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
                          .Help("RenderTemplate latency on the server")
                          .Register(r)
                          .Add({}, kLatencyBuckets);
+  lookup_series_ = std::make_unique<call_series>(lookup_calls_, lookup_latency_);
+  pd_series_ = std::make_unique<call_series>(pd_calls_, pd_latency_);
+  render_series_ = std::make_unique<render_series>(render_calls_);
   journal_available_->Set(1);
   journal_position_ = &prometheus::BuildGauge()
                            .Name("inferencecache_journal_position")
@@ -268,10 +289,7 @@ void server_metrics::set_http_connections_open(const std::string& listener, std:
 
 void server_metrics::on_lookup(const std::string& model, const std::string& reason_code,
                                bool hint_used, double seconds) {
-  lookup_calls_
-      ->Add({{"model", model}, {"reason_code", reason_code}, {"hint_used", hint_used ? "true" : "false"}})
-      .Increment();
-  lookup_latency_->Add({{"model", model}}, kLatencyBuckets).Observe(seconds);
+  lookup_series_->record( model, reason_code, hint_used, seconds);
 }
 
 void server_metrics::on_dropped(const std::string& reason, std::int64_t count) {
@@ -302,14 +320,11 @@ void server_metrics::set_pd_topology_replicas(const std::vector<pd_replicas_row>
 
 void server_metrics::on_pd_lookup(const std::string& model, const std::string& reason_code,
                                   bool hint_used, double seconds) {
-  pd_calls_
-      ->Add({{"model", model}, {"reason_code", reason_code}, {"hint_used", hint_used ? "true" : "false"}})
-      .Increment();
-  pd_latency_->Add({{"model", model}}, kLatencyBuckets).Observe(seconds);
+  pd_series_->record( model, reason_code, hint_used, seconds);
 }
 
 void server_metrics::on_render(const std::string& reason_code, double seconds) {
-  render_calls_->Add({{"reason_code", reason_code}}).Increment();
+  render_series_->calls.get({reason_code}).Increment();
   render_latency_->Observe(seconds);
 }
 

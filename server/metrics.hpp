@@ -129,6 +129,13 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Family<prometheus::Gauge>* pd_replicas_;
   prometheus::Family<prometheus::Counter>* render_calls_;
   prometheus::Histogram* render_latency_;
+  /// The per-call series of LookupRoute / LookupPDRoute and RenderTemplate, found without
+  /// allocating (server/series_cache.hpp; defined in metrics.cpp).
+  struct call_series;
+  struct render_series;
+  std::unique_ptr<call_series> lookup_series_;
+  std::unique_ptr<call_series> pd_series_;
+  std::unique_ptr<render_series> render_series_;
   std::mutex models_mu_;
   std::set<std::string> models_seen_;
   std::set<std::vector<std::string>> pd_series_seen_;
