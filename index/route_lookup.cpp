@@ -1,5 +1,6 @@
 #include "index/route_lookup.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace ic::index {
@@ -214,15 +215,13 @@ route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
   }
   // H11.2: matched-tokens floor.
   if (res.strategy == lookup_strategy::prefix_match && pol.minimum_matched_tokens > 0) {
-    std::vector<scored_replica> kept;
-    for (auto& s : res.scores) {
-      if (s.score.matched_tokens >= pol.minimum_matched_tokens) kept.push_back(std::move(s));
-    }
-    if (kept.empty()) {
-      res = index_lookup_result{};
-    } else {
-      res.scores = std::move(kept);
-    }
+    auto& scores = res.scores;  // kept in order, in place (no second vector per lookup)
+    scores.erase(std::remove_if(scores.begin(), scores.end(),
+                                [&](const scored_replica& s) {
+                                  return s.score.matched_tokens < pol.minimum_matched_tokens;
+                                }),
+                 scores.end());
+    if (scores.empty()) res = index_lookup_result{};
   }
   // H11.3: routing floor on the top score.
   if (res.strategy == lookup_strategy::prefix_match && pol.routing_floor_score > 0 &&
@@ -254,6 +253,7 @@ route_decision decide_route(const tenant_index* tenant, std::int64_t total_keys,
   }
   // H14: emit (H13 credit is the caller's `commit_route`).
   d.response.reason_code = std::string(reason_code_of(res.strategy));
+  d.response.replica_scores.reserve(res.scores.size());
   for (const auto& s : res.scores) d.response.replica_scores.push_back(s.score);
   d.response.token_ids = plan.echo_tokens;
   d.response.adapter_id = r.adapter_id;
