@@ -87,8 +87,7 @@ tenant_actor& ensure_tenant(coordinator_pointer self, const std::string& name) {
   auto it = s.tenants.find(name);
   if (it != s.tenants.end()) return it->second.first;
   auto st = std::make_shared<state::tenant_state>(name, s.sh->options, s.sh->facts.get(), s.policies);
-  auto actor = spawn_tenant_actor(self->system(), st, s.sh);
-  s.sh->directory.add(name, actor);
+  auto actor = spawn_tenant_actor(self->system(), name, st, s.sh);
   return s.tenants.emplace(name, std::make_pair(actor, std::move(st))).first->second.first;
 }
 

@@ -244,7 +244,8 @@ using tenant_actor = caf::typed_actor<
     caf::reacts_to<cache_state_atom, state_call_ptr>, caf::reacts_to<pd_route_atom, pd_call_ptr>,
     caf::replies_to<caphead_atom>::with<cap_head_reply>,
     caf::replies_to<capevict_atom, cap_order>::with<cap_evicted>,
-    caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>>;
+    caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>,
+    caf::reacts_to<credit_atom>>;
 
 /// A policy change for the policy actor: the journaled JSON and the tenants to tell.
 struct policy_change {

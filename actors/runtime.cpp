@@ -45,6 +45,22 @@ caf::actor_system_config& configure(caf::actor_system_config& cfg, std::size_t w
   return cfg;
 }
 
+/// The read fast path: runs `decide(st)` on this gateway thread over the tenant's state
+/// when the tenant actor neither writes nor waits to write (`read_gate::try_read`), so a
+/// short decision costs no message, no worker wake-up and no deadline timer, and several
+/// gateway threads decide for one tenant at once. False when the gate is taken: the caller
+/// asks the actor instead (queued behind the write, in order). Never blocks.
+template <class Decide>
+bool read_here(tenant_entry& e, Decide&& decide) {
+  if (!e.gate.try_read()) return false;
+  struct leave {
+    read_gate& g;
+    ~leave() { g.end_read(); }
+  } guard{e.gate};
+  decide(*e.st);
+  return true;
+}
+
 }  // namespace
 
 struct runtime::impl {
@@ -144,8 +160,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   }
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
-    auto actor = spawn_tenant_actor(p->system, shared_t, &sh);
-    sh.directory.add(name, actor);
+    auto actor = spawn_tenant_actor(p->system, name, shared_t, &sh);
     ccfg.tenants.emplace(name, std::make_pair(actor, std::move(shared_t)));
   }
   p->coordinator = spawn_coordinator(p->system, std::move(ccfg));
@@ -175,18 +190,34 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
     done(std::nullopt);
     return;
   }
-  auto actor = impl_->shared.directory.find(request.tenant_id);
-  if (!actor) {
+  runtime_shared& sh = impl_->shared;
+  auto entry = sh.directory.find(request.tenant_id);
+  if (!entry) {
     // No actor: the tenant holds nothing. The answer depends only on the shared totals
     // (cold-start carve-out) and the policy, so it is given here.
-    auto out = impl_->absent->decide(request, impl_->shared.clock(), *impl_->shared.policies.get());
+    auto out = impl_->absent->decide(request, sh.clock(), *sh.policies.get());
     done(std::move(out.response));
     return;
   }
   // The test hook makes every decision slow: such asks go to a worker, like large ones.
-  const bool run_here = impl_->shared.test_delay.count() == 0 && short_decision(request);
-  ask_tenant<lookup_call>(impl_->system, impl_->timer, *actor, lookup_atom::value, deadline,
-                          std::move(request), std::move(done), run_here);
+  const bool short_one = sh.test_delay.count() == 0 && short_decision(request);
+  if (short_one) {
+    std::optional<index::lookup_route_response> answer;
+    bool wake = false;
+    if (read_here(*entry, [&](state::tenant_state& st) {
+          auto out = st.decide(request, sh.clock(), [deadline] { return steady::now() > deadline; });
+          answer = std::move(out.response);
+          if (out.credit.empty()) return;
+          if (sh.journaled_credits) st.collect_credit(out.credit, *sh.journaled_credits);
+          else wake = entry->add_credit(std::move(out.credit));
+        })) {
+      done(std::move(answer));
+      if (wake) settle_credits(impl_->system, *entry);
+      return;
+    }
+  }
+  ask_tenant<lookup_call>(impl_->system, impl_->timer, entry->actor, lookup_atom::value, deadline,
+                          std::move(request), std::move(done), short_one);
 }
 
 void runtime::pd_route(topology::pd_route_request request, steady::time_point deadline,
@@ -196,8 +227,8 @@ void runtime::pd_route(topology::pd_route_request request, steady::time_point de
     return;
   }
   runtime_shared& sh = impl_->shared;
-  auto actor = sh.directory.find(request.tenant_id);
-  if (!actor) {
+  auto entry = sh.directory.find(request.tenant_id);
+  if (!entry) {
     // No actor: the tenant holds no stats rows and no entries; the answer reads only the
     // topology, the policy and the shared totals, so it is given here.
     const wall_clock clock(sh.clock);
@@ -206,7 +237,17 @@ void runtime::pd_route(topology::pd_route_request request, steady::time_point de
     return;
   }
   const bool run_here = sh.test_delay.count() == 0;
-  ask_tenant<pd_call>(impl_->system, impl_->timer, *actor, pd_route_atom::value, deadline,
+  if (run_here) {
+    std::optional<topology::pd_route_response> answer;
+    const wall_clock clock(sh.clock);
+    if (read_here(*entry, [&](state::tenant_state& st) {
+          answer = st.decide_pd(request, *sh.stores->topologies.current(), clock, clock.at(deadline));
+        })) {
+      done(std::move(answer));
+      return;
+    }
+  }
+  ask_tenant<pd_call>(impl_->system, impl_->timer, entry->actor, pd_route_atom::value, deadline,
                       std::move(request), std::move(done), run_here);
 }
 
@@ -232,12 +273,17 @@ void runtime::cache_state(std::string tenant, std::string model, steady::time_po
     done(std::nullopt);
     return;
   }
-  auto actor = impl_->shared.directory.find(tenant);
-  if (!actor) {
+  auto entry = impl_->shared.directory.find(tenant);
+  if (!entry) {
     done(index::cache_state_view{});
     return;
   }
-  ask_tenant<state_call>(impl_->system, impl_->timer, *actor, cache_state_atom::value, deadline,
+  std::optional<index::cache_state_view> answer;
+  if (read_here(*entry, [&](state::tenant_state& st) { answer = st.cache_state(model); })) {
+    done(std::move(answer));
+    return;
+  }
+  ask_tenant<state_call>(impl_->system, impl_->timer, entry->actor, cache_state_atom::value, deadline,
                          std::move(model), std::move(done), /*run_here=*/true);
 }
 

@@ -1,5 +1,6 @@
 #include "actors/runtime.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <future>
@@ -427,6 +428,56 @@ TEST_F(RuntimeTest, DeliveredLookupsCreditLfuAndTheCapSparesTheUsedEntry) {
   auto idle = lookup_blocking(*rt, chain_lookup({"idle"}));
   ASSERT_TRUE(idle.has_value());
   EXPECT_NE(idle->reason_code, "PREFIX_MATCH");
+}
+
+// Lookups are decided on the asking threads while the tenant actor applies updates (the
+// read gate): every answer shows whole updates only, never a replica's chain half-applied,
+// and no thread ever sees the index go back.
+TEST_F(RuntimeTest, LookupsFromSeveralThreadsDuringIngestSeeOnlyWholeUpdates) {
+  std::string err;
+  auto rt = runtime::start(opts_, nullptr, &err);
+  ASSERT_NE(rt, nullptr) << err;
+  const std::vector<std::string> chain{"b0", "b1", "b2", "b3", "b4", "b5"};
+  std::atomic<bool> done{false};
+  std::atomic<int> matches{0};
+  std::atomic<int> torn{0};
+  std::atomic<int> went_back{0};
+  auto reader = [&] {
+    int deepest = 0;
+    while (!done.load()) {
+      auto resp = lookup_blocking(*rt, chain_lookup(chain));
+      if (!resp || resp->reason_code != "PREFIX_MATCH") continue;
+      matches.fetch_add(1);
+      int best = 0;
+      for (const auto& s : resp->replica_scores) {
+        // Replica r<i> was written in one update holding blocks 0..i.
+        const int i = std::stoi(s.replica_id.substr(1));
+        if (s.matched_tokens != 64 * (i + 1)) torn.fetch_add(1);
+        best = std::max(best, s.matched_tokens);
+      }
+      if (best < deepest) went_back.fetch_add(1);
+      deepest = std::max(deepest, best);
+    }
+  };
+  std::thread a(reader), b(reader);
+  for (std::size_t i = 0; i < chain.size(); ++i) {
+    const std::vector<std::string> prefix(chain.begin(), chain.begin() + i + 1);
+    ASSERT_TRUE(rt->append_blocking(proto::record_kind::update,
+                                    update_bytes("r" + std::to_string(i), prefix), 5s));
+    std::this_thread::sleep_for(2ms);
+  }
+  auto last = lookup_blocking(*rt, chain_lookup(chain));
+  done = true;
+  a.join();
+  b.join();
+  EXPECT_GT(matches.load(), 0);
+  EXPECT_EQ(torn.load(), 0);
+  EXPECT_EQ(went_back.load(), 0);
+  ASSERT_TRUE(last.has_value());
+  ASSERT_EQ(last->reason_code, "PREFIX_MATCH");
+  ASSERT_FALSE(last->replica_scores.empty());
+  EXPECT_EQ(last->replica_scores.front().replica_id, "r5");
+  EXPECT_EQ(last->replica_scores.front().matched_tokens, 64 * 6);
 }
 
 TEST_F(RuntimeTest, PeriodicSweepRemovesExpiredEntriesAndTellsSubscribers) {

@@ -1,6 +1,6 @@
 // What the runtime's actors share besides messages (runtime_shared): the coordinator's
 // in-flight gauge and headroom reservation, the cross-tenant totals, the event bus, the
-// published policy set and the tenant directory. Internal to actors/.
+// published policy set and the tenant directory (with each tenant's read gate). Internal to actors/.
 #pragma once
 
 #include <atomic>
@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <caf/send.hpp>
@@ -20,6 +22,7 @@
 #include "actors/event_bus.hpp"
 #include "actors/messages.hpp"
 #include "actors/protocol.hpp"
+#include "actors/read_gate.hpp"
 #include "index/tenant_index.hpp"
 #include "state/tenant_state.hpp"
 
@@ -56,29 +59,70 @@ struct policy_cell {
   void publish(state::policy_ptr p) { std::atomic_store(&store, std::move(p)); }
 };
 
-/// Tenant name -> tenant actor, for the gateway's asks (written by the coordinator).
+/// One tenant as the gateway sees it: its actor, and its state for the read fast path.
+/// Whoever holds `gate` as the writer may change `st`: the actor in every handler, or a
+/// gateway thread applying waiting LFU credits (`settle_credits`, tenant_actor.cpp) when
+/// `try_write()` finds the gate free and no frozen read holds the tenant. A gateway thread
+/// may decide a short lookup (or PD route, or GetCacheState) right on `st` while
+/// `gate.try_read()` holds, and otherwise asks the actor. LFU credits of lookups decided
+/// that way wait in the entry until they are settled or the actor's next handler applies
+/// them (before anything else it does, so every later mutation and read sees them).
+struct tenant_entry {
+  explicit tenant_entry(std::shared_ptr<state::tenant_state> s) : st(std::move(s)) {}
+  std::shared_ptr<state::tenant_state> st;
+  tenant_actor actor;
+  read_gate gate;
+  /// True while a frozen read (snapshot, /snapshot, per-model metric) reads `st` from the
+  /// snapshot thread: credits then wait (the actor's `held_credits`). Read and written
+  /// only by the gate's writer.
+  bool held = false;
+
+  /// Adds a fast-path lookup's credit (called inside `gate.try_read()`); true when the
+  /// caller must send the actor one `credit` message so it applies them soon.
+  bool add_credit(std::vector<index::scored_replica>&& credit) {
+    std::lock_guard<std::mutex> g(credit_mu_);
+    if (credits_.empty()) credits_ = std::move(credit);
+    else credits_.insert(credits_.end(), std::make_move_iterator(credit.begin()),
+                         std::make_move_iterator(credit.end()));
+    return !std::exchange(credit_sent_, true);
+  }
+  /// Takes the waiting credits (the actor, holding `gate` as the writer).
+  std::vector<index::scored_replica> take_credits() {
+    std::lock_guard<std::mutex> g(credit_mu_);
+    credit_sent_ = false;
+    return std::exchange(credits_, {});
+  }
+
+ private:
+  std::mutex credit_mu_;
+  std::vector<index::scored_replica> credits_;
+  bool credit_sent_ = false;
+};
+
+/// Tenant name -> tenant entry, for the gateway (written by `spawn_tenant_actor`; entries
+/// live as long as the runtime).
 class tenant_directory {
  public:
-  std::optional<tenant_actor> find(const std::string& tenant) const {
+  std::shared_ptr<tenant_entry> find(const std::string& tenant) const {
     std::shared_lock<std::shared_mutex> g(mu_);
     auto it = map_.find(tenant);
-    if (it == map_.end()) return std::nullopt;
+    if (it == map_.end()) return nullptr;
     return it->second;
   }
-  void add(const std::string& tenant, tenant_actor a) {
+  void add(const std::string& tenant, std::shared_ptr<tenant_entry> e) {
     std::unique_lock<std::shared_mutex> g(mu_);
-    map_.emplace(tenant, std::move(a));
+    map_.emplace(tenant, std::move(e));
   }
   std::vector<tenant_actor> all() const {
     std::shared_lock<std::shared_mutex> g(mu_);
     std::vector<tenant_actor> out;
-    for (const auto& [_, a] : map_) out.push_back(a);
+    for (const auto& [_, e] : map_) out.push_back(e->actor);
     return out;
   }
 
  private:
   mutable std::shared_mutex mu_;
-  std::unordered_map<std::string, tenant_actor> map_;
+  std::unordered_map<std::string, std::shared_ptr<tenant_entry>> map_;
 };
 
 /// What the actors share besides messages: the in-flight gauge of the coordinator's

@@ -30,9 +30,15 @@ snapshot_actor spawn_snapshot_writer(caf::actor_system& sys, journal::record_log
 /// Spawns the policy actor (applies journaled policy pushes, broadcasts them to tenants).
 policy_actor spawn_policy_actor(caf::actor_system& sys, runtime_shared* sh);
 
-/// Spawns the actor that owns `st` from now on.
-tenant_actor spawn_tenant_actor(caf::actor_system& sys, std::shared_ptr<state::tenant_state> st,
-                                runtime_shared* sh);
+/// Spawns the actor that owns `st` (tenant `name`) from now on and enters it in
+/// `sh->directory` (with its read gate) for the gateway.
+tenant_actor spawn_tenant_actor(caf::actor_system& sys, const std::string& name,
+                                std::shared_ptr<state::tenant_state> st, runtime_shared* sh);
+
+/// Applies the LFU credits fast-path lookups left in `e` (after one found `add_credit`
+/// true): right here when the gate is free and no frozen read holds the tenant, else by one
+/// `credit` message to the tenant actor. Called by gateway threads, outside the gate.
+void settle_credits(caf::actor_system& sys, tenant_entry& e);
 
 /// When the coordinator takes snapshots.
 struct snapshot_policy {

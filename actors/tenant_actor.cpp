@@ -10,6 +10,7 @@
 #include <caf/all.hpp>
 
 #include "actors/fail_fast.hpp"
+#include "actors/gateway_ask.hpp"
 
 namespace ic::actors {
 namespace {
@@ -20,11 +21,13 @@ using steady = std::chrono::steady_clock;
 constexpr std::size_t sweep_slice_keys = 65536;
 
 struct tenant_actor_state {
-  std::shared_ptr<state::tenant_state> st;
+  /// The tenant's state is `entry->st` (the gateway's fast path reads it too); `st` is that
+  /// same object, for brevity.
+  tenant_entry* entry = nullptr;
+  state::tenant_state* st = nullptr;
   runtime_shared* sh = nullptr;
   index::change_log changes;
-  /// LFU credits wait here while a frozen read runs.
-  bool held = false;
+  /// LFU credits wait here while a frozen read runs (`entry->held`).
   std::vector<index::scored_replica> held_credits;
   /// A sweep in slices; mutations that arrive meanwhile wait in `deferred`, in order.
   bool sweeping = false;
@@ -121,7 +124,7 @@ void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& cred
     s.st->collect_credit(credit, *s.sh->journaled_credits);
     return;
   }
-  if (s.held) {
+  if (s.entry->held) {
     s.held_credits.insert(s.held_credits.end(), std::make_move_iterator(credit.begin()),
                           std::make_move_iterator(credit.end()));
   } else {
@@ -129,13 +132,33 @@ void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& cred
   }
 }
 
-tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_ptr<state::tenant_state> st,
+/// Every handler runs as the writer of the tenant's read gate (so the gateway's fast-path
+/// readers never see a change half-made), and first applies the LFU credits that fast-path
+/// lookups left in the entry, so whatever the handler does or reads comes after them.
+class writing {
+ public:
+  explicit writing(tenant_actor_state& s) : s_(s) {
+    s_.entry->gate.write();
+    auto credit = s_.entry->take_credits();
+    give_credit(s_, credit);
+  }
+  ~writing() { s_.entry->gate.end_write(); }
+  writing(const writing&) = delete;
+  writing& operator=(const writing&) = delete;
+
+ private:
+  tenant_actor_state& s_;
+};
+
+tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, tenant_entry* entry,
                                               runtime_shared* sh) {
   fail_fast_on_exceptions(self, "tenant");
-  self->state.st = std::move(st);
+  self->state.entry = entry;
+  self->state.st = entry->st.get();
   self->state.sh = sh;
   return {
       [=](apply_atom, tenant_record& r) {
+        const writing w(self->state);
         if (deferred_while_sweeping(self->state, [&] {
               auto held = std::make_shared<tenant_record>(std::move(r));
               return [self, held] { apply_record(self, *held); };
@@ -144,15 +167,21 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         apply_record(self, r);
       },
       [=](sweep_atom, sweep_order order) {
+        const writing w(self->state);
         auto run = [self, order] { start_sweep(self, order.at); };
         if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
-      [=](sweep_more_atom) { sweep_slice(self); },
+      [=](sweep_more_atom) {
+        const writing w(self->state);
+        sweep_slice(self);
+      },
       [=](policy_atom, state::policy_ptr& p) {
+        const writing w(self->state);
         auto run = [self, p] { self->state.st->set_policies(p); };
         if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
       [=](probe_atom, probe_call_ptr& call) {
+        const writing w(self->state);
         auto run = [self, call] {
           call->done(self->state.st->probe(call->request, self->state.sh->clock()));
           self->state.sh->finished_one(0);
@@ -160,6 +189,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         if (!deferred_while_sweeping(self->state, [&] { return run; })) run();
       },
       [=](lookup_atom, lookup_call_ptr& call) {
+        const writing w(self->state);
         if (call->claimed.load()) return;  // the deadline answered already
         auto& s = self->state;
         if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
@@ -174,6 +204,7 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         give_credit(s, out.credit);
       },
       [=](pd_route_atom, pd_call_ptr& call) {
+        const writing w(self->state);
         if (call->claimed.load()) return;  // the deadline answered already
         auto& s = self->state;
         if (s.sh->test_delay.count() > 0) std::this_thread::sleep_for(s.sh->test_delay);
@@ -186,14 +217,19 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         std::exchange(call->done, nullptr)(std::move(resp));
       },
       [=](cache_state_atom, state_call_ptr& call) {
+        const writing w(self->state);
         if (call->claimed.load()) return;
         auto view = self->state.st->cache_state(call->question);
         if (!call->claim()) return;
         self->state.sh->timer->note_settled(*call);
         std::exchange(call->done, nullptr)(std::move(view));
       },
-      [=](caphead_atom) { return cap_head_reply{self->state.st->cap_victim()}; },
+      [=](caphead_atom) {
+        const writing w(self->state);
+        return cap_head_reply{self->state.st->cap_victim()};
+      },
       [=](capevict_atom, const cap_order& order) {
+        const writing w(self->state);
         auto& s = self->state;
         index::change_log* changes = change_sink(s);
         index::ingest_result r;
@@ -202,12 +238,17 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
         return cap_evicted{r.cap_evicted_lru, r.cap_evicted_lfu, s.st->cap_victim()};
       },
       [=](hold_atom) {
-        self->state.held = true;
+        const writing w(self->state);
+        self->state.entry->held = true;
         return true;
       },
+      [=](credit_atom) {
+        const writing w(self->state);  // applies the fast-path credits, nothing else
+      },
       [=](release_atom) {
+        const writing w(self->state);
         auto& s = self->state;
-        s.held = false;
+        s.entry->held = false;
         if (!s.held_credits.empty()) {
           s.st->credit(s.held_credits);
           s.held_credits.clear();
@@ -218,9 +259,22 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, std::shared_p
 
 }  // namespace
 
-tenant_actor spawn_tenant_actor(caf::actor_system& sys, std::shared_ptr<state::tenant_state> st,
-                                runtime_shared* sh) {
-  return sys.spawn(tenant_actor_impl, std::move(st), sh);
+void settle_credits(caf::actor_system& sys, tenant_entry& e) {
+  if (e.gate.try_write()) {
+    const bool here = !e.held;  // while held, only the actor keeps credits (held_credits)
+    if (here) e.st->credit(e.take_credits());
+    e.gate.end_write();
+    if (here) return;
+  }
+  ask_from_gateway(sys, e.actor, credit_atom::value);
+}
+
+tenant_actor spawn_tenant_actor(caf::actor_system& sys, const std::string& name,
+                                std::shared_ptr<state::tenant_state> st, runtime_shared* sh) {
+  auto entry = std::make_shared<tenant_entry>(std::move(st));
+  entry->actor = sys.spawn(tenant_actor_impl, entry.get(), sh);
+  sh->directory.add(name, entry);  // entries live as long as the runtime (and `sh`)
+  return entry->actor;
 }
 
 }  // namespace ic::actors
