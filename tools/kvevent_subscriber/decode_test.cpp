@@ -115,6 +115,22 @@ TEST(DecodeBatch, ExtraKeysPastTheLastHashNameNoBlock) {
   EXPECT_EQ(b.events[0].extra_nonempty, std::vector<std::uint8_t>({1, 0}));
 }
 
+TEST(DecodeBatch, ExtraKeysNeverOutnumberTheHashesOfAnEventThatFailedOrNamesNone) {
+  // Found by a 10 M-execution fuzz_kvevent_batch run: extra_keys decoded, then a later field
+  // failed (the event is dropped, but kept its untrimmed flags); also a BlockRemoved map that
+  // carries extra_keys.
+  decoded_batch b;
+  mv failed = map({{"extra_keys", arr({arr({mv("salt")}), arr({mv("salt")}), arr({mv("salt")})})},
+                   {"block_hashes", hashes({1})}, {"type", mv(5)}});  // a type that is no string
+  ASSERT_TRUE(decode_batch(encode(batch(1.0, {failed})), wire_dialect::vllm, b));
+  EXPECT_EQ(b.events[0].error, drop_reason::decode);
+  EXPECT_LE(b.events[0].extra_nonempty.size(), b.events[0].hashes.size());
+  mv removed_map = map({{"type", "BlockRemoved"}, {"extra_keys", arr({arr({mv(1)}), arr({mv(2)})})},
+                        {"block_hashes", hashes({7})}});
+  ASSERT_TRUE(decode_batch(encode(batch(1.0, {removed_map})), wire_dialect::vllm, b));
+  EXPECT_LE(b.events[0].extra_nonempty.size(), b.events[0].hashes.size());
+}
+
 TEST(DecodeBatch, MapStoredWithoutBlockSizeIsAnError) {
   decoded_batch b;
   mv ev = map({{"type", "BlockStored"}, {"block_hashes", hashes({1})}, {"token_ids", tokens(0, 16)}});

@@ -36,6 +36,15 @@ class event_decoder {
   event_decoder(mp_reader& r, wire_dialect d, decoded_event& ev) : r_(r), dialect_(d), ev_(ev) {}
 
   void run() {
+    decode();
+    // One extra_keys entry per block of the event, whatever way decoding ended (an event
+    // dropped half-way, or a kind that names no blocks to flag): entries past the last hash
+    // name no block and are dropped.
+    if (ev_.extra_nonempty.size() > ev_.hashes.size()) ev_.extra_nonempty.resize(ev_.hashes.size());
+  }
+
+ private:
+  void decode() {
     mp_value v;
     if (!r_.next(v)) return fail(drop_reason::decode);
     if (v.type == mp_type::array) return positional(v.count);
@@ -43,7 +52,6 @@ class event_decoder {
     fail(drop_reason::decode);
   }
 
- private:
   void fail(drop_reason r) {
     if (ev_.error == drop_reason::none) ev_.error = r;
   }
@@ -207,8 +215,6 @@ class event_decoder {
       if (!ev_.lora_name || item != *ev_.lora_name) ev_.extra_nonempty[b] = 1;
     }
     ev_.extra_strings.clear();
-    // One entry per emitted block: entries past the last hash name no block and are dropped.
-    if (ev_.extra_nonempty.size() > ev_.hashes.size()) ev_.extra_nonempty.resize(ev_.hashes.size());
   }
 
   void positional(std::uint32_t n) {
