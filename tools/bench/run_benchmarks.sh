@@ -77,6 +77,7 @@ h2load_suite() {  # h2load_suite N: prefill N entries, then the six phases side 
       tee -a "$OUT/h2load_summary.txt"
   done
   stop_server
+  cp "$OUT/data-h2load-$n/server.log" "$OUT/h2load_${n}_server.log"  # sweeps, snapshots during the phases
   rm -rf "$OUT/data-h2load-$n"
 }
 
