@@ -110,11 +110,15 @@ status jetstream_log::truncate_through(std::uint64_t position) {
                             opts_.shared_snapshot_interval)
                             .count();
   if (last != 0 && steady_ns() - last < interval) return status::success();
+  // A failed upload never fails the local snapshot (it is logged; the next one retries).
+  auto skip = [&](const std::string& why) {
+    event(true, "shared snapshot not written: " + why);
+    return status::success();
+  };
   auto local = newest_local(*local_);
-  if (!local.ok()) return local.status();
+  if (!local.ok()) return skip(local.status().to_string());
   if (!*local || (*local)->covering_seq != position)
-    return status{errc::not_found, "shared snapshot: no local snapshot covers " +
-                                       std::to_string(position)};
+    return skip("no local snapshot covers " + std::to_string(position));
   // The same bytes as the local snapshot, read back (the coordinator still holds; the
   // upload itself runs on the duties thread).
   std::string blob = encode_snapshot_blob(position, {});
@@ -123,7 +127,7 @@ status jetstream_log::truncate_through(std::uint64_t position) {
     append_blob_chunk(&blob, c);
     return status::success();
   });
-  if (!s.ok()) return s;
+  if (!s.ok()) return skip(s.to_string());
   last_upload_ns_ = steady_ns();
   {
     std::lock_guard<std::mutex> lk(duty_mu_);
