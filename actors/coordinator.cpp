@@ -385,6 +385,9 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
   self->state.clock = state::effective_clock(self->state.effective_time);
   self->state.schedule = state::snapshot_schedule(
       self->state.snap.interval, self->state.snap.every_records, self->state.timers_started);
+  // Snapshots due by time are checked on every batch and, when none arrives, by a tick.
+  const auto tick = std::min<std::chrono::nanoseconds>(self->state.snap.interval, std::chrono::seconds(1));
+  if (tick.count() > 0) self->delayed_send(self, tick, snaptick_atom::value);
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
@@ -427,6 +430,11 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
         queue_snapshot(self, &rp);
         pump(self);
         return rp;
+      },
+      [=](snaptick_atom) {
+        maybe_snapshot(self);
+        pump(self);
+        self->delayed_send(self, tick, snaptick_atom::value);
       },
       [=](read_atom, read_job& job) {
         quiet_job q;

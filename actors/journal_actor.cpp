@@ -58,6 +58,11 @@ void refuse(journal_actor_state& s, std::size_t n) {
 /// batch may still arrive and is then applied without them).
 void publish_replicated(journal_actor_state& s, const std::vector<journal::record_in>& records,
                         std::size_t n, bool conditional) {
+  if (s.repl->halted.load()) {  // the follower stopped (gap): nothing would be applied
+    if (s.probe) s.probe->on_journal_write(false, n);
+    refuse(s, n);
+    return;
+  }
   const auto max_lag = s.repl->max_apply_lag;
   if (max_lag.count() > 0) {
     const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -68,6 +68,7 @@ using capevict_atom = caf::atom_constant<caf::atom("capevict")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
 using snapnow_atom = caf::atom_constant<caf::atom("snapnow")>;
+using snaptick_atom = caf::atom_constant<caf::atom("snaptick")>;
 using snapwrite_atom = caf::atom_constant<caf::atom("snapwrite")>;
 using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
@@ -282,13 +283,15 @@ using policy_actor =
 ///   excldone(done)    <- the tenant of an exclusive update
 ///   probe(call)       <- HTTP thread (queued behind earlier records)
 ///   snapnow()         -> snapshot_report
+///   snaptick()        <- itself, every min(--snapshot-interval, 1 s): a snapshot due by
+///                        time is taken when no record arrives
 ///   read(job)         <- HTTP thread: run `job` when every tenant is quiescent
 using coordinator_actor =
     caf::typed_actor<caf::reacts_to<apply_atom, committed_batch>, caf::reacts_to<drained_atom>,
                      caf::reacts_to<exclusive_done_atom, exclusive_done>,
                      caf::reacts_to<probe_atom, probe_call_ptr>,
                      caf::replies_to<snapnow_atom>::with<snapshot_report>,
-                     caf::reacts_to<read_atom, read_job>>;
+                     caf::reacts_to<snaptick_atom>, caf::reacts_to<read_atom, read_job>>;
 
 /// The journal actor: the single writer.
 ///   append(msg)  queues an input; a self-sent flush writes everything queued as one group

@@ -26,9 +26,9 @@ std::size_t pending_batches::size() const {
   return map_.size();
 }
 
-stream_follower::stream_follower(journal::record_log* log, pending_batches* pending,
+stream_follower::stream_follower(journal::record_log* log, replication_link* link,
                                  coordinator_actor coordinator)
-    : log_(log), pending_(pending), coordinator_(std::move(coordinator)) {
+    : log_(log), link_(link), coordinator_(std::move(coordinator)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -44,7 +44,7 @@ void stream_follower::run() {
   auto st = log_->follow(
       [&](const journal::log_batch& b) {
         if (delay.count() > 0) std::this_thread::sleep_for(delay);
-        auto sinks = pending_->take(b.batch_id);
+        auto sinks = link_->pending.take(b.batch_id);
         const auto& records = *b.records;
         // A batch of ours carries one sink per record; a partial delivery (the snapshot
         // covered its head) cannot be ours: ours are published after recovery.
@@ -62,6 +62,7 @@ void stream_follower::run() {
         caf::anon_send(coordinator_, apply_atom::value, std::move(batch));
       },
       stop_);
+  if (!st.ok()) link_->halted = true;
   if (!st.ok())
     spdlog::error("{}: the stream follower stopped, this replica no longer applies: {}",
                   log_->describe(), st.to_string());

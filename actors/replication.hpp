@@ -53,12 +53,15 @@ struct replication_link {
   /// LFU credits of this replica's lookups, published every `credit_interval` (spec §3.4).
   state::credit_batch credits;
   std::chrono::nanoseconds credit_interval = std::chrono::seconds(1);
+  /// Set when the stream follower stopped on an error (a gap: purged past this replica):
+  /// nothing is applied any more, so appends are refused (JOURNAL_UNAVAILABLE).
+  std::atomic<bool> halted{false};
 };
 
 /// The follower thread: `log->follow()` → committed batches for `coordinator`.
 class stream_follower {
  public:
-  stream_follower(journal::record_log* log, pending_batches* pending,
+  stream_follower(journal::record_log* log, replication_link* link,
                   coordinator_actor coordinator);
   /// Stops the thread (returns after it exited).
   ~stream_follower();
@@ -70,7 +73,7 @@ class stream_follower {
   void run();
 
   journal::record_log* log_;
-  pending_batches* pending_;
+  replication_link* link_;
   coordinator_actor coordinator_;
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -167,7 +167,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   sh.coordinator = p->coordinator;
   if (p->repl) {
     p->follower =
-        std::make_unique<stream_follower>(p->log.get(), &p->repl->pending, p->coordinator);
+        std::make_unique<stream_follower>(p->log.get(), p->repl.get(), p->coordinator);
   }
   p->journal = spawn_journal_actor(p->system, p->log.get(), p->repl.get(), p->coordinator,
                                    probe, options.sweep_interval, clock, sh.timer_clock);

@@ -37,7 +37,7 @@ snapshot_actor::behavior_type snapshot_actor_impl(snapshot_actor::pointer, journ
         if (auto pruned = log->prune_snapshots(keep); !pruned.ok()) return fail(pruned.status());
         if (auto st = log->truncate_through(job.covering_seq); !st.ok()) return fail(st);
         r.truncation = log->replicated()
-                           ? "stream not purged (purge needs a shared snapshot: not built)"
+                           ? "stream not purged by a local snapshot (the snapshotter lease holder uploads it as the shared snapshot, then purges)"
                            : "journal truncated through " + std::to_string(log->truncated_through());
         r.ok = true;
         r.seconds = std::chrono::duration<double>(steady::now() - t0).count();

@@ -100,6 +100,17 @@ struct log_stats {
   std::uint64_t gaps = 0;
   /// Batches that were not valid envelopes (skipped identically on every replica).
   std::uint64_t skipped_batches = 0;
+  /// The log's first position still held (jetstream: the stream's first sequence, as of
+  /// the last look); 0 = unknown or never truncated.
+  std::uint64_t first_position = 0;
+  /// Shared snapshots (jetstream with --shared-snapshot-interval): the last one this
+  /// replica uploaded (bytes, seconds), when it first saw the current manifest (ns since
+  /// the epoch; 0 = none) and whether it holds the snapshotter lease.
+  bool shared_snapshots = false;
+  std::uint64_t shared_snapshot_bytes = 0;
+  double shared_snapshot_seconds = 0;
+  std::int64_t shared_snapshot_seen_ns = 0;
+  bool lease_holder = false;
 };
 
 /// The apply lag at `now_ns` (ns since the epoch): 0 when everything known was handed over,
@@ -177,7 +188,8 @@ class record_log {
       std::vector<status>* skipped) const = 0;
   virtual result<std::size_t> prune_snapshots(std::size_t keep) = 0;
   /// Drops records ≤ `position` that a complete snapshot covers (rocksdb:
-  /// truncate_through; jetstream: nothing — stream purge needs a shared snapshot, not built).
+  /// truncate_through; jetstream: the lease holder uploads the shared snapshot and purges
+  /// below what it and the live replicas' marks cover, asynchronously).
   virtual status truncate_through(std::uint64_t position) = 0;
 
   virtual log_stats stats() const = 0;

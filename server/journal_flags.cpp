@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
 #include "journal/jetstream/jetstream_record_log.hpp"
 #include "policy/duration.hpp"
@@ -64,7 +65,7 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
                  "publish budget (same-id retries) before JOURNAL_UNAVAILABLE")
       ->capture_default_str();
   app.add_option("--shared-snapshot-interval", text.shared_snapshot_interval,
-                 "shared snapshot period (not built yet: accepted, no effect)")
+                 "how often the lease holder uploads its local snapshot to KV (then purges the stream)")
       ->capture_default_str();
   app.add_option("--max-apply-lag", text.max_apply_lag,
                  "refuse appends while this replica's apply lag is larger; 0 = never")
@@ -129,6 +130,14 @@ std::optional<std::string> finish_journal_flags(const CLI::App& app, const journ
   return std::nullopt;
 }
 
+std::chrono::nanoseconds local_snapshot_interval(const journal_config& cfg,
+                                                 std::chrono::nanoseconds snapshot_interval) {
+  if (cfg.kind != journal_kind::jetstream) return snapshot_interval;
+  if (snapshot_interval.count() == 0 || cfg.shared_snapshot_interval < snapshot_interval)
+    return cfg.shared_snapshot_interval;
+  return snapshot_interval;
+}
+
 std::function<journal::result<std::unique_ptr<journal::record_log>>()> journal_opener(
     const journal_config& cfg, const std::string& data_dir, bool fsync) {
   if (cfg.kind != journal_kind::jetstream) return {};
@@ -142,6 +151,13 @@ std::function<journal::result<std::unique_ptr<journal::record_log>>()> journal_o
   o.nats.append_timeout = duration_cast<milliseconds>(cfg.append_timeout);
   o.snapshot_dir = (std::filesystem::path(data_dir) / "snapshots").string();
   o.local.fsync = fsync;
+  o.shared_snapshot_interval = duration_cast<milliseconds>(cfg.shared_snapshot_interval);
+  o.on_event = [](bool warn, const std::string& line) {
+    if (warn)
+      spdlog::warn("{}", line);
+    else
+      spdlog::info("{}", line);
+  };
   return [o]() -> journal::result<std::unique_ptr<journal::record_log>> {
     auto opened = journal::jetstream::jetstream_log::open(o);
     if (!opened.ok()) return opened.status();

@@ -39,8 +39,8 @@ struct journal_config {
   std::string nats_creds_file;
   /// `--journal-append-timeout`, default 2s: the publish budget before JOURNAL_UNAVAILABLE.
   std::chrono::nanoseconds append_timeout = journal::jetstream::options{}.append_timeout;
-  /// `--shared-snapshot-interval`, default 2m (accepted and validated; the shared snapshot
-  /// is not built yet, see journal/jetstream/README.md).
+  /// `--shared-snapshot-interval`, default 2m: the snapshotter lease holder uploads its
+  /// local snapshot this often, then purges the stream (journal/jetstream/README.md).
   std::chrono::nanoseconds shared_snapshot_interval = std::chrono::minutes(2);
   /// `--max-apply-lag`, default 10s: appends are refused while this replica lags more;
   /// 0 = never.
@@ -72,6 +72,11 @@ std::optional<std::string> finish_journal_flags(const CLI::App& app, const journ
 /// (snapshots in `<data_dir>/snapshots`), or an empty function for --journal=rocksdb.
 std::function<journal::result<std::unique_ptr<journal::record_log>>()> journal_opener(
     const journal_config& cfg, const std::string& data_dir, bool fsync);
+
+/// The local snapshot period to run: in JetStream mode at most the shared snapshot
+/// interval (an upload is the local snapshot read back), else `snapshot_interval`.
+std::chrono::nanoseconds local_snapshot_interval(const journal_config& cfg,
+                                                 std::chrono::nanoseconds snapshot_interval);
 
 /// Returns `d` as the shortest duration text ("2m", "10s", "250ms").
 std::string duration_text(std::chrono::nanoseconds d);

@@ -95,5 +95,19 @@ TEST(JournalFlags, DurationTextIsTheShortestForm) {
   EXPECT_EQ(duration_text(0s), "0s");
 }
 
+// An upload is the local snapshot read back: in JetStream mode local snapshots run at
+// least as often as the shared interval; rocksdb mode keeps --snapshot-interval.
+TEST(JournalFlags, LocalSnapshotsRunAtMostTheSharedIntervalInJetstreamMode) {
+  journal_config js;
+  js.kind = journal_kind::jetstream;
+  js.shared_snapshot_interval = 2min;
+  EXPECT_EQ(local_snapshot_interval(js, 10min), 2min);
+  EXPECT_EQ(local_snapshot_interval(js, 30s), 30s);
+  EXPECT_EQ(local_snapshot_interval(js, 0s), 2min);  // "never by time" would never upload
+  journal_config rocks;
+  EXPECT_EQ(local_snapshot_interval(rocks, 10min), 10min);
+  EXPECT_EQ(local_snapshot_interval(rocks, 0s), 0s);
+}
+
 }  // namespace
 }  // namespace ic::server

@@ -198,6 +198,18 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
   auto counter = [&](const char* name, const char* help) {
     return &prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
   };
+  auto gauge = [&](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
+  };
+  journal_shared_bytes_ = gauge("inferencecache_journal_snapshot_shared_bytes",
+                                "Size of the last shared snapshot this replica uploaded");
+  journal_shared_seconds_ = gauge("inferencecache_journal_snapshot_shared_seconds",
+                                  "Upload time of the last shared snapshot this replica wrote");
+  journal_shared_age_ = gauge("inferencecache_journal_snapshot_shared_age_seconds",
+                              "Since this replica first saw the current shared snapshot "
+                              "manifest (0 = none yet)");
+  journal_lease_holder_ = gauge("inferencecache_journal_lease_holder",
+                                "1 while this replica holds the snapshotter lease");
   journal_publish_retries_ = counter("inferencecache_journal_publish_retries_total",
                                      "JetStream publishes repeated with the same Msg-Id");
   journal_unknown_outcomes_ = counter("inferencecache_journal_unknown_outcome_total",
@@ -372,6 +384,14 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
                           .count();
   journal_position_->Add({{"kind", "applied"}}).Set(static_cast<double>(s.delivered_position));
   journal_position_->Add({{"kind", "stream_last"}}).Set(static_cast<double>(s.log_position));
+  if (s.replicated)
+    journal_position_->Add({{"kind", "stream_first"}}).Set(static_cast<double>(s.first_position));
+  journal_shared_bytes_->Set(static_cast<double>(s.shared_snapshot_bytes));
+  journal_shared_seconds_->Set(s.shared_snapshot_seconds);
+  journal_shared_age_->Set(s.shared_snapshot_seen_ns > 0 && now_ns > s.shared_snapshot_seen_ns
+                               ? double(now_ns - s.shared_snapshot_seen_ns) / 1e9
+                               : 0.0);
+  journal_lease_holder_->Set(s.lease_holder ? 1 : 0);
   journal_apply_lag_->Set(journal::apply_lag_seconds(s, now_ns));
   journal_nats_connected_->Set(s.connected ? 1 : 0);
   std::lock_guard<std::mutex> lk(journal_mu_);

@@ -118,6 +118,10 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* journal_unknown_outcomes_;
   prometheus::Counter* journal_gaps_;
   prometheus::Counter* journal_consumer_resets_;
+  prometheus::Gauge* journal_shared_bytes_;
+  prometheus::Gauge* journal_shared_seconds_;
+  prometheus::Gauge* journal_shared_age_;
+  prometheus::Gauge* journal_lease_holder_;
   std::mutex journal_mu_;
   journal::log_stats journal_last_;
   prometheus::Family<prometheus::Counter>* topology_auth_;

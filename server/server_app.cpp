@@ -338,7 +338,7 @@ struct server_app::impl {
     ro.state.default_ttl = cfg.default_ttl;
     ro.sweep_interval = cfg.sweep_interval;
     ro.state.block_size = cfg.engine_block_size;
-    ro.snapshot_interval = cfg.snapshot_interval;
+    ro.snapshot_interval = local_snapshot_interval(cfg.journal, cfg.snapshot_interval);
     ro.snapshot_every_records = cfg.snapshot_every_records;
     ro.open_journal = journal_opener(cfg.journal, cfg.data_dir, cfg.journal_fsync);  // #15
     ro.max_apply_lag = cfg.journal.max_apply_lag;

@@ -14,6 +14,7 @@
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "journal/jetstream/nats_fixture.hpp"
+#include "journal/jetstream/shared_snapshot.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
 
@@ -94,6 +95,27 @@ long long journal_position(int http_port, const std::string& kind) {
   auto at = m.body.find(key);
   return at == std::string::npos ? -1 : std::atoll(m.body.c_str() + at + key.size());
 }
+
+/// The value of the unlabeled series `name` on the server on `http_port` (-1: absent).
+double metric(int http_port, const std::string& name) {
+  auto m = test::http_call(http_port, "GET", "/metrics");
+  const std::string key = "\n" + name + " ";
+  auto at = m.body.find(key);
+  return at == std::string::npos ? -1 : std::atof(m.body.c_str() + at + key.size());
+}
+
+/// Polls `pred` every 20 ms until it holds or `bound` passed; returns its last value.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds bound) {
+  const auto deadline = steady::now() + bound;
+  while (!pred() && steady::now() < deadline) std::this_thread::sleep_for(20ms);
+  return pred();
+}
+
+/// Short shared-snapshot cadence for tests; no periodic sweeps (the stream stays still
+/// once ingest stops, so /snapshot bodies can be compared).
+const std::vector<std::string> kSharedFlags = {"--shared-snapshot-interval=1s",
+                                               "--snapshot-interval=1s", "--sweep-interval=24h"};
 
 std::string policy_body(const std::string& ns, const std::string& eviction = "lru") {
   return R"({"version":7,"policies":[{"namespace":")" + ns + R"(","eviction":")" + eviction +
@@ -344,6 +366,139 @@ TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
   }
   EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
             test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Checks of spec §3.10 for shared snapshots and purge (3 wiped, 4, 6). A holds the
+// snapshotter lease (started first, alone); --shared-snapshot-interval=1s.
+class JetStreamSharedSnapshots : public JetStreamReplicas {
+ protected:
+  /// Starts A, waits until it holds the lease.
+  void start_holder() {
+    a_ = start(dir_a_, "ra", kSharedFlags);
+    ASSERT_TRUE(a_);
+    ASSERT_TRUE(eventually([&] { return metric(a_->http_port(), "inferencecache_journal_lease_holder") == 1; }, 5s))
+        << a_->logs();
+  }
+  void ingest(const std::string& prefix, int n) {
+    auto sa = stub(*a_);
+    for (int i = 0; i < n; ++i)
+      ASSERT_TRUE(report(*sa, "gpu-a", {prefix + std::to_string(i)}).accepted()) << a_->logs();
+  }
+  /// Every block of `prefix`0..n-1 answers PREFIX_MATCH on `s`.
+  static void expect_all(const test::server_process& s, const std::string& prefix, int n) {
+    auto st = stub(s);
+    ASSERT_TRUE(converges(*st, {prefix + std::to_string(n - 1)}, "gpu-a", 5s)) << s.logs();
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(lookup(*st, {prefix + std::to_string(i)}).reason_code(), "PREFIX_MATCH") << i;
+  }
+  /// Both replicas applied the stream's end and serve byte-identical /snapshot JSON.
+  void expect_identical() {
+    const long long last = journal_position(a_->http_port(), "stream_last");
+    EXPECT_TRUE(eventually([&] { return journal_position(b_->http_port(), "applied") >= last; }, 5s));
+    EXPECT_TRUE(eventually([&] {
+      return test::http_call(a_->snapshot_port(), "GET", "/snapshot").body ==
+             test::http_call(b_->snapshot_port(), "GET", "/snapshot").body;
+    }, 5s));
+    EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
+              test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+  }
+  /// Waits until the committed shared snapshot covers up to A's stream_last − 1 (the
+  /// upload after the last ingest); returns its covering_seq (0: timed out).
+  std::uint64_t manifest_after_ingest() {
+    const auto last = static_cast<std::uint64_t>(journal_position(a_->http_port(), "stream_last"));
+    journal::jetstream::options o;
+    o.servers = {nats_->url(0)};
+    o.replica_id = "probe";
+    o.replicas = 1;
+    auto shared = journal::jetstream::shared_snapshots::open(o);
+    EXPECT_TRUE(shared.ok()) << shared.status().to_string();
+    if (!shared.ok()) return 0;
+    std::uint64_t covering = 0;
+    const bool ok = eventually([&] {
+      auto m = (*shared)->latest();
+      covering = m.ok() ? m->covering_seq : 0;
+      return covering + 1 >= last;
+    }, 10s);
+    return ok ? covering : 0;
+  }
+  /// Waits until A purged the stream past sequence `past`.
+  bool purged_past(long long past) {
+    return eventually([&] { return journal_position(a_->http_port(), "stream_first") > past; }, 10s);
+  }
+};
+
+// Check 4: A alone uploads its snapshot and purges; B on an empty dir loads the manifest,
+// follows from covering + 1 (the reader asserts the first delivered sequence) and converges.
+TEST_F(JetStreamSharedSnapshots, ALateJoinerAfterAPurgeLoadsTheSharedSnapshot) {
+  start_holder();
+  ingest("late", 20);
+  ASSERT_TRUE(purged_past(1)) << a_->logs();
+  EXPECT_NE(a_->logs().find("shared snapshot written"), std::string::npos) << a_->logs();
+  EXPECT_GT(metric(a_->http_port(), "inferencecache_journal_snapshot_shared_bytes"), 0);
+  b_ = start(dir_b_, "rb", kSharedFlags);
+  ASSERT_TRUE(b_);
+  EXPECT_NE(b_->logs().find("loaded the shared snapshot"), std::string::npos) << b_->logs();
+  expect_all(*b_, "late", 20);
+  expect_identical();
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_gaps_total"), 0);  // a joiner, not a gap
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_lease_holder"), 0);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Check 3, data dir wiped: B killed -9 and restarted on an empty dir starts from the
+// shared snapshot A uploaded plus the stream's tail (written while B was down).
+TEST_F(JetStreamSharedSnapshots, AWipedReplicaRestartsFromTheSharedSnapshotAndTheTail) {
+  start_holder();
+  b_ = start(dir_b_, "rb", kSharedFlags);
+  ASSERT_TRUE(b_);
+  ingest("w", 10);
+  expect_all(*b_, "w", 10);
+  ASSERT_GT(manifest_after_ingest(), 0u) << a_->logs();
+  ASSERT_EQ(b_->terminate(SIGKILL), 128 + SIGKILL);
+  test::remove_tree(dir_b_);
+  dir_b_ = test::make_temp_dir("ic_js_b2");
+  ingest("tail", 5);
+  b_ = start(dir_b_, "rb", kSharedFlags);
+  ASSERT_TRUE(b_);
+  EXPECT_NE(b_->logs().find("loaded the shared snapshot"), std::string::npos) << b_->logs();
+  expect_all(*b_, "tail", 5);
+  expect_all(*b_, "w", 10);
+  expect_identical();
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Check 6: B stopped, the stream purged past B's local snapshot by hand (B's mark would
+// hold the automatic purge for its 30 s TTL), B restarted: it detects the gap, loads the
+// shared snapshot, converges; inferencecache_journal_gaps_total = 1.
+TEST_F(JetStreamSharedSnapshots, AGapAtRestartReloadsTheSharedSnapshot) {
+  start_holder();
+  b_ = start(dir_b_, "rb", kSharedFlags);
+  ASSERT_TRUE(b_);
+  ingest("g", 5);
+  expect_all(*b_, "g", 5);
+  EXPECT_EQ(b_->terminate(), 0);  // local snapshot at stop
+  ingest("after", 10);
+  const std::uint64_t covering = manifest_after_ingest();
+  ASSERT_GT(covering, 0u) << a_->logs();
+  journal::jetstream::options o;
+  o.servers = {nats_->url(0)};
+  o.replica_id = "purger";
+  o.replicas = 1;
+  auto w = journal::jetstream::writer::open(o);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  ASSERT_TRUE((*w)->truncate_before(covering + 1).ok());
+  b_ = start(dir_b_, "rb", kSharedFlags);
+  ASSERT_TRUE(b_);
+  EXPECT_NE(b_->logs().find("gap: "), std::string::npos) << b_->logs();
+  EXPECT_NE(b_->logs().find("loaded the shared snapshot"), std::string::npos) << b_->logs();
+  expect_all(*b_, "after", 10);
+  expect_all(*b_, "g", 5);
+  expect_identical();
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_gaps_total"), 1);
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
 }

@@ -36,6 +36,12 @@ result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_o
   auto lg = journal::log::open(opts.snapshot_dir, local);
   if (!lg.ok()) return lg.status();
   l->local_ = std::move(lg).value();
+  if (opts.shared_snapshot_interval.count() > 0) {
+    auto sh = shared_snapshots::open(opts.nats, opts.shared);
+    if (!sh.ok()) return sh.status();
+    l->shared_ = std::move(sh).value();
+    l->duties_ = std::thread([p = l.get()] { p->run_duties(); });
+  }
   return l;
 }
 
@@ -131,6 +137,7 @@ bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
 status jetstream_log::read_after(std::uint64_t after,
                                  const std::function<bool(const record_view&)>& visit) {
   delivered_ = after;
+  marking_ = true;  // the mark holds the purge at what this replica still reads
   const std::uint64_t from = std::max<std::uint64_t>(1, stream_seq_of(after) +
                                                             (after == 0 ? 1 : 0));
   auto st = writer_->state();
@@ -146,12 +153,13 @@ status jetstream_log::read_after(std::uint64_t after,
       scopes_[scope] = *last;
     }
   }
+  stream_first_ = st->first_seq;
   if (st->first_seq > from && st->msgs > 0 && after > 0) {
     ++gaps_;
     return status{errc::out_of_range,
                   describe() + ": purged past this replica's snapshot (first sequence " +
-                      std::to_string(st->first_seq) + ", needed " + std::to_string(from) +
-                      "); loading a shared snapshot is not built"};
+                      std::to_string(st->first_seq) + ", needed " + std::to_string(from) + ")" +
+                      (shared_ ? "" : "; shared snapshots are off (--shared-snapshot-interval)")};
   }
   auto r = reader::open(opts_.nats, from);
   if (!r.ok()) return r.status();
@@ -180,6 +188,7 @@ status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
     if (!got.ok()) {
       if (got.status().code() == errc::out_of_range) {
         ++gaps_;
+        report_live_gap(got.status());
         return got.status();
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));  // reconnecting
@@ -207,18 +216,9 @@ result<snapshot_writer> jetstream_log::begin_snapshot(std::uint64_t covering_pos
   return local_->begin_snapshot(covering_position);
 }
 
-result<snapshot_info> jetstream_log::read_newest_snapshot(
-    const std::function<void(const snapshot_info&)>& on_begin,
-    const std::function<status(std::string_view)>& on_chunk,
-    std::vector<status>* skipped) const {
-  return local_->read_newest_snapshot(on_begin, on_chunk, skipped);
-}
-
 result<std::size_t> jetstream_log::prune_snapshots(std::size_t keep) {
   return local_->prune_snapshots(keep);
 }
-
-status jetstream_log::truncate_through(std::uint64_t) { return status::success(); }
 
 log_stats jetstream_log::stats() const {
   log_stats s;
@@ -236,10 +236,18 @@ log_stats jetstream_log::stats() const {
   s.consumer_resets = resets_.load();
   s.gaps = gaps_.load();
   s.skipped_batches = skipped_.load();
+  s.first_position = stream_first_.load();
+  s.shared_snapshots = shared_ != nullptr;
+  s.shared_snapshot_bytes = shared_bytes_.load();
+  s.shared_snapshot_seconds = shared_seconds_.load();
+  s.shared_snapshot_seen_ns = shared_seen_ns_.load();
+  s.lease_holder = lease_holder_.load();
   return s;
 }
 
 status jetstream_log::close() {
+  stop_duties();
+  shared_.reset();
   reader_.reset();
   writer_.reset();
   if (local_) {

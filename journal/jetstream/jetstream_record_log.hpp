@@ -15,7 +15,12 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <functional>
 #include <map>
+#include <optional>
+#include <thread>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "journal/jetstream/jetstream_log.hpp"
+#include "journal/jetstream/shared_snapshot.hpp"
 #include "journal/record_log.hpp"
 
 namespace ic::journal::jetstream {
@@ -39,6 +45,25 @@ struct jetstream_log_options {
   /// The scopes of append_conditional (each its own subject `<prefix>.<scope>`); their
   /// last sequence before a snapshot is asked of the stream at read_after.
   std::vector<std::string> conditional_scopes{policy_scope};
+
+  // Shared snapshots, lease, marks and purge (spec §3.6–3.7; journal/jetstream/README.md).
+  /// `--shared-snapshot-interval`: how often the lease holder uploads the local snapshot
+  /// (at the next local snapshot after the interval). 0 = none of the duties: no shared
+  /// snapshot is read or written, no lease, no marks, no purge.
+  std::chrono::milliseconds shared_snapshot_interval{0};
+  /// Bucket names, chunk size, lease and mark TTLs.
+  shared_snapshot_config shared;
+  /// Lease renew (and acquire retry) period. Default 3 s (TTL 10 s).
+  std::chrono::milliseconds lease_renew{3000};
+  /// How often this replica writes its mark (and reads the stream's first sequence and
+  /// the manifest for metrics). Default 5 s (mark TTL 30 s).
+  std::chrono::milliseconds mark_interval{5000};
+  /// Purge below min(covering, lowest mark) − margin + 1. Default 0: marks and manifests
+  /// already name the last sequence not needed.
+  std::uint64_t purge_margin = 0;
+  /// One line per duty event (lease taken/lost, shared snapshot written or loaded, purge,
+  /// gap); `warn` false = info. Default: none.
+  std::function<void(bool warn, const std::string&)> on_event;
 };
 
 class jetstream_log final : public record_log {
@@ -73,9 +98,14 @@ class jetstream_log final : public record_log {
       const std::function<status(std::string_view)>& on_chunk,
       std::vector<status>* skipped) const override;
   result<std::size_t> prune_snapshots(std::size_t keep) override;
-  /// Nothing: the stream is never purged by this build (purge needs a committed shared
-  /// snapshot and the live replicas' marks, spec §3.6: not wired). Returns success.
+  /// Called after the local snapshot covering `position` was written. The lease holder,
+  /// when `shared_snapshot_interval` passed since its last upload, reads that snapshot
+  /// back and queues it for the duties thread, which uploads it (manifest CAS) and then
+  /// purges the stream below min(its covering, live marks) + 1. Never purges otherwise.
   status truncate_through(std::uint64_t position) override;
+  /// With shared snapshots: the newest local snapshot when the stream still follows it,
+  /// else the shared one (a late joiner, or a gap: counted in stats().gaps), else
+  /// out_of_range (purged past this replica and no shared snapshot covers it).
   log_stats stats() const override;
   status close() override;
 
@@ -90,6 +120,20 @@ class jetstream_log final : public record_log {
   void note_delivered();
   /// Remembers `b` as the last delivered batch of its scope (subjects other than `.b`).
   void note_scope(const delivered_batch& b);
+  /// The duties thread: lease, marks, uploads and purge.
+  void run_duties();
+  void upload_and_purge(std::uint64_t position, const std::string& blob);
+  /// Purges below min(committed_covering_, live marks) + 1 when that is past `first`.
+  void purge(std::uint64_t first);
+  /// Refreshes stream_first_ and the manifest seen (for the age metric).
+  void observe_shared();
+  /// Loads the shared snapshot into the callbacks (read_newest_snapshot's `shared` case).
+  result<snapshot_info> load_shared(const std::function<void(const snapshot_info&)>& on_begin,
+                                    const std::function<status(std::string_view)>& on_chunk) const;
+  void event(bool warn, const std::string& line) const;
+  /// One line for a gap met while following: whether a shared snapshot covers it.
+  void report_live_gap(const status& gap);
+  void stop_duties();
 
   jetstream_log_options opts_;
   std::unique_ptr<writer> writer_;
@@ -101,12 +145,34 @@ class jetstream_log final : public record_log {
   std::atomic<std::uint64_t> stream_last_{0};
   std::atomic<std::int64_t> last_stored_at_ns_{0};
   std::atomic<std::int64_t> behind_since_ns_{0};
-  std::atomic<std::uint64_t> gaps_{0};
+  mutable std::atomic<std::uint64_t> gaps_{0};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> resets_{0};
   /// Stream sequence of the last delivered message per conditional scope.
   mutable std::mutex scopes_mu_;
   std::map<std::string, std::uint64_t, std::less<>> scopes_;
+
+  // Duties (shared_snapshot_interval > 0).
+  std::unique_ptr<shared_snapshots> shared_;
+  std::thread duties_;
+  std::mutex duty_mu_;
+  std::condition_variable duty_cv_;
+  bool stop_duties_ = false;
+  /// The next upload: (covering record position, blob).
+  std::optional<std::pair<std::uint64_t, std::string>> upload_;
+  /// Marks are written once read_after started (delivered_ is then meaningful).
+  std::atomic<bool> marking_{false};
+  std::atomic<bool> lease_holder_{false};
+  /// steady-clock ns of the last upload queued (0 = none yet).
+  std::atomic<std::int64_t> last_upload_ns_{0};
+  std::atomic<std::uint64_t> stream_first_{0};
+  std::atomic<std::uint64_t> shared_bytes_{0};
+  std::atomic<double> shared_seconds_{0};
+  /// Wall ns when this replica first saw (or committed) the current manifest; 0 = none.
+  std::atomic<std::int64_t> shared_seen_ns_{0};
+  std::atomic<std::uint64_t> shared_seen_covering_{0};
+  /// covering_seq of the last manifest this replica committed (duties thread only).
+  std::optional<std::uint64_t> committed_covering_;
 };
 
 }  // namespace ic::journal::jetstream

@@ -140,5 +140,110 @@ TEST(JetStreamRecordLog, ConditionalAppendsLoseToANewerPushTheReplicaHasNotSeen)
   ic::test::remove_tree(tmp);
 }
 
+/// Writes a local snapshot of `chunks` covering `position` into `log`.
+void local_snapshot(record_log& log, std::uint64_t position, const std::vector<std::string>& chunks) {
+  auto w = log.begin_snapshot(position);
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  for (const auto& c : chunks) ASSERT_TRUE(w->add_chunk(c).ok());
+  ASSERT_TRUE(w->finish().ok());
+}
+
+/// The chunks read_newest_snapshot hands over, and its result.
+std::pair<result<snapshot_info>, std::vector<std::string>> newest(const record_log& log) {
+  std::vector<std::string> got;
+  auto r = log.read_newest_snapshot([&](const snapshot_info&) { got.clear(); },
+                                    [&](std::string_view c) {
+                                      got.emplace_back(c);
+                                      return status::success();
+                                    },
+                                    nullptr);
+  return {std::move(r), std::move(got)};
+}
+
+template <class Pred>
+bool eventually(Pred pred) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!pred() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(20ms);
+  return pred();
+}
+
+// The duties end to end on one node: the lease holder uploads its local snapshot and purges
+// below it; an empty dir and a stale local snapshot (a gap, counted) start from the shared
+// one; a purge past the manifest leaves a replica uncovered (refused with one line).
+TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
+  if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed";
+  std::string why;
+  auto c = nats_cluster::start(1, &why);
+  ASSERT_TRUE(c) << why;
+  const std::string tmp = ic::test::make_temp_dir("ic_jsrl_shared");
+  auto shared_opts = [&](const std::string& id) {
+    auto o = log_options(*c, id, tmp + "/" + id);
+    o.shared_snapshot_interval = 10ms;
+    o.mark_interval = 100ms;
+    return o;
+  };
+  // C first (no duties, so no mark): a local snapshot at envelope 1, then C stops.
+  {
+    auto cl = jetstream_log::open(log_options(*c, "rc", tmp + "/rc"));
+    ASSERT_TRUE(cl.ok()) << cl.status().to_string();
+    ASSERT_TRUE((*cl)->append({{1, "e1"}}).ok());
+    local_snapshot(**cl, record_position(1, 0), {"old"});
+  }
+  auto a = jetstream_log::open(shared_opts("ra"));
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  ASSERT_TRUE((*a)->read_after(0, [](const record_view&) { return true; }).ok());
+  for (int i = 2; i <= 3; ++i) ASSERT_TRUE((*a)->append({{1, "e" + std::to_string(i)}}).ok());
+  std::atomic<bool> stop{false};
+  std::thread follower([&] { (void)(*a)->follow([](const log_batch&) {}, stop); });
+  ASSERT_TRUE(eventually([&] { return (*a)->stats().delivered_position == 3; }));
+  ASSERT_TRUE(eventually([&] { return (*a)->stats().lease_holder; }));
+  const std::uint64_t pos = record_position(3, 0);
+  local_snapshot(**a, pos, {"hdr", "tenant"});
+  ASSERT_TRUE((*a)->truncate_through(pos).ok());
+  // Covering 2 (envelope 3 is re-read after it), A's own mark 2: purged below 3.
+  ASSERT_TRUE(eventually([&] { return (*a)->stats().first_position == 3; }))
+      << (*a)->stats().first_position;
+  EXPECT_GT((*a)->stats().shared_snapshot_bytes, 0u);
+  ASSERT_TRUE((*a)->append({{1, "e4"}}).ok());
+
+  // An empty dir: the shared snapshot, then the tail from envelope 3 on (records ≤ pos skipped).
+  auto b = jetstream_log::open(shared_opts("rb"));
+  ASSERT_TRUE(b.ok());
+  auto [info, chunks] = newest(**b);
+  ASSERT_TRUE(info.ok()) << info.status().to_string();
+  EXPECT_EQ(info->covering_seq, pos);
+  EXPECT_EQ(chunks, (std::vector<std::string>{"hdr", "tenant"}));
+  EXPECT_EQ((*b)->stats().gaps, 0u);
+  std::vector<std::string> tail;
+  ASSERT_TRUE((*b)->read_after(pos, [&](const record_view& r) {
+    tail.emplace_back(r.payload);
+    return true;
+  }).ok());
+  EXPECT_EQ(tail, std::vector<std::string>{"e4"});
+
+  // C's local snapshot needs envelope 1, purged: a gap, the shared snapshot instead.
+  auto cl = jetstream_log::open(shared_opts("rc"));
+  ASSERT_TRUE(cl.ok());
+  auto [cinfo, cchunks] = newest(**cl);
+  ASSERT_TRUE(cinfo.ok()) << cinfo.status().to_string();
+  EXPECT_EQ(cchunks, (std::vector<std::string>{"hdr", "tenant"}));
+  EXPECT_EQ((*cl)->stats().gaps, 1u);
+
+  // Purged by hand past the manifest (covering 2): nothing covers an empty dir any more.
+  stop = true;
+  follower.join();
+  auto w = writer::open(log_options(*c, "purger", "").nats);
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE((*w)->truncate_before(5).ok());
+  auto d = jetstream_log::open(shared_opts("rd"));
+  ASSERT_TRUE(d.ok());
+  auto [dinfo, dchunks] = newest(**d);
+  ASSERT_FALSE(dinfo.ok());
+  EXPECT_EQ(dinfo.status().code(), errc::out_of_range);
+  EXPECT_NE(dinfo.status().message().find("no shared snapshot covers it"), std::string::npos)
+      << dinfo.status().to_string();
+  ic::test::remove_tree(tmp);
+}
+
 }  // namespace
 }  // namespace ic::journal::jetstream

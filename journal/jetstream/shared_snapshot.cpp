@@ -6,6 +6,7 @@
 
 #include "journal/format.hpp"
 #include "journal/jetstream/nats_connection.hpp"
+#include "journal/jetstream/replica_duties.hpp"
 
 namespace ic::journal::jetstream {
 
@@ -286,8 +287,7 @@ result<std::uint64_t> shared_snapshots::purge_bound(std::uint64_t margin) const 
   }
   auto low = min_live_mark();
   if (!low.ok()) return low.status();
-  const std::uint64_t bound = low->has_value() ? std::min(m->covering_seq, **low) : m->covering_seq;
-  return bound > margin ? bound - margin : 0;
+  return purge_bound_of(m->covering_seq, *low, margin);
 }
 
 }  // namespace ic::journal::jetstream
