@@ -8,92 +8,22 @@
 #include <iostream>
 #include <thread>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
-#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
-#include "journal/jetstream/nats_fixture.hpp"
+#include "tests/jetstream_support.hpp"
 #include "tests/support/http_client.hpp"
-#include "tests/support/server_process.hpp"
 
 namespace ic {
 namespace {
 
 using namespace std::chrono_literals;
 namespace v1 = inferencecache::v1alpha1;
-using journal::jetstream::testing::nats_cluster;
 using steady = std::chrono::steady_clock;
-
-std::vector<std::string> replica_args(const std::string& data_dir, const std::string& id,
-                                      const std::string& nats_url) {
-  return {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
-          "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + data_dir,
-          "--insecure-disable-auth", "--journal=jetstream", "--nats-servers=" + nats_url,
-          "--nats-replicas=1", "--replica-id=" + id, "--journal-append-timeout=1s"};
-}
-
-v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
-               const std::vector<std::string>& blocks, grpc::Status* rpc = nullptr) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("llama");
-  u.set_tenant_id("t");
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  v1::Ack ack;
-  auto writer = stub.ReportCacheState(&ctx, &ack);
-  writer->Write(u);
-  writer->WritesDone();
-  grpc::Status st = writer->Finish();
-  if (rpc) *rpc = st;
-  return ack;
-}
-
-v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks) {
-  v1::LookupRouteRequest req;
-  req.set_tenant_id("t");
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  for (const auto& b : blocks) {
-    req.add_block_hashes(b);
-    req.add_block_token_counts(64);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-  v1::LookupRouteResponse resp;
-  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
-  return resp;
-}
-
-// Polls `stub` (bounded) until `blocks` match on `replica`; returns how long it took.
-bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks,
-               const std::string& replica, std::chrono::milliseconds bound) {
-  const auto deadline = steady::now() + bound;
-  while (steady::now() < deadline) {
-    auto r = lookup(stub, blocks);
-    if (r.reason_code() == "PREFIX_MATCH" && r.replica_scores_size() == 1 &&
-        r.replica_scores(0).replica_id() == replica &&
-        r.replica_scores(0).matched_tokens() == 64 * static_cast<int>(blocks.size()))
-      return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-/// `inferencecache_journal_position{kind="<kind>"}` of the server on `http_port` (-1: absent).
-long long journal_position(int http_port, const std::string& kind) {
-  auto m = test::http_call(http_port, "GET", "/metrics");
-  const std::string key = "inferencecache_journal_position{kind=\"" + kind + "\"} ";
-  auto at = m.body.find(key);
-  return at == std::string::npos ? -1 : std::atoll(m.body.c_str() + at + key.size());
-}
+using test::converges;
+using test::journal_position;
+using test::lookup;
+using test::report;
+using test::stub;
 
 std::string policy_body(const std::string& ns, const std::string& eviction = "lru") {
   return R"({"version":7,"policies":[{"namespace":")" + ns + R"(","eviction":")" + eviction +
@@ -113,40 +43,8 @@ std::string converged_policy(const test::server_process& a, const test::server_p
   return "(no convergence)";
 }
 
-class JetStreamReplicas : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server is not installed (scripts/install_deps.sh installs it)";
-    std::string why;
-    nats_ = nats_cluster::start(1, &why);
-    ASSERT_TRUE(nats_) << why;
-    dir_a_ = test::make_temp_dir("ic_js_a");
-    dir_b_ = test::make_temp_dir("ic_js_b");
-  }
-  void TearDown() override {
-    a_.reset();
-    b_.reset();
-    nats_.reset();
-    if (!dir_a_.empty()) test::remove_tree(dir_a_);
-    if (!dir_b_.empty()) test::remove_tree(dir_b_);
-  }
-  std::unique_ptr<test::server_process> start(const std::string& dir, const std::string& id,
-                                              std::vector<std::string> extra = {}) {
-    auto args = replica_args(dir, id, nats_->url(0));
-    args.insert(args.end(), extra.begin(), extra.end());
-    auto s = test::server_process::start(IC_SERVER_BINARY, args);
-    EXPECT_TRUE(s && s->wait_ready(20s)) << (s ? s->logs() : "fork failed");
-    return s;
-  }
-  static std::unique_ptr<v1::InferenceCache::Stub> stub(const test::server_process& s) {
-    return v1::InferenceCache::NewStub(
-        grpc::CreateChannel(s.grpc_target(), grpc::InsecureChannelCredentials()));
-  }
-
-  std::unique_ptr<nats_cluster> nats_;
-  std::string dir_a_, dir_b_;
-  std::unique_ptr<test::server_process> a_, b_;
-};
+// One NATS node (--nats-replicas=1); tests/jetstream_support.hpp starts and stops it all.
+class JetStreamReplicas : public test::replicas_fixture {};
 
 // Ingest on A: A's Ack means applied on A (read-your-writes), and B converges.
 // Both start-up sweeps fall in one 24 h slot: the stream keeps one (Msg-Id sweep.<slot>).
@@ -282,9 +180,9 @@ TEST_F(JetStreamReplicas, PolicyPushesRaceAndAPolicyFileNeverOverridesTheStream)
   // B applies the stream late: A's push is stored and applied on A, B has not seen it.
   EXPECT_EQ(b_->terminate(), 0);
   ::setenv("IC_TEST_FOLLOW_DELAY_MS", "1500", 1);
-  b_ = test::server_process::start(IC_TESTHOOKS_SERVER_BINARY, replica_args(dir_b_, "rb", nats_->url(0)));
+  b_ = start(dir_b_, "rb", {}, IC_TESTHOOKS_SERVER_BINARY);
   ::unsetenv("IC_TEST_FOLLOW_DELAY_MS");
-  ASSERT_TRUE(b_ && b_->wait_ready(20s)) << (b_ ? b_->logs() : "fork failed");
+  ASSERT_TRUE(b_);
   ASSERT_EQ(push(a_->snapshot_port(), policy_body("newest")).status, 204);
   const auto lost = push(b_->snapshot_port(), policy_body("stale"));
   EXPECT_EQ(lost.status, 409) << lost.body;
