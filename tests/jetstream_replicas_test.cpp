@@ -4,12 +4,14 @@
 // --nats-replicas=1. Skipped when nats-server is not installed.
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <future>
 #include <iostream>
 #include <thread>
 
 #include <gtest/gtest.h>
 
+#include "journal/jetstream/jetstream_log.hpp"
 #include "tests/jetstream_support.hpp"
 #include "tests/support/http_client.hpp"
 
@@ -242,6 +244,83 @@ TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
   }
   EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
             test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Spec §3.10 check 7. Replica A's clock runs 3 s ahead (test hook IC_TEST_CLOCK_OFFSET_MS),
+// both publish a TTL sweep every second, both ingest. Tenant "short" (TTL 2 s) is swept
+// while the run goes on, tenant "long" keeps the 30 min default. Each sweep slot is stored
+// once in the stream although both replicas publish it (A 3 s earlier); every record applies
+// at t_eff = max(previous, stamp), so both replicas emit the identical event sequence with
+// non-decreasing timestamps and end with identical state.
+TEST_F(JetStreamReplicas, AReplicaWithASkewedClockSweepsOnceAndConverges) {
+  const std::vector<std::string> flags = {"--sweep-interval=1s"};
+  ::setenv("IC_TEST_CLOCK_OFFSET_MS", "3000", 1);
+  a_ = start(dir_a_, "ra", flags, IC_TESTHOOKS_SERVER_BINARY);
+  ::unsetenv("IC_TEST_CLOCK_OFFSET_MS");
+  b_ = start(dir_b_, "rb", flags);
+  ASSERT_TRUE(a_ && b_);
+  test::event_recorder ea(*a_), eb(*b_);
+  const std::string policies =
+      R"({"version":7,"policies":[{"namespace":"short","eviction":"lru","evictionTTL":2000000000},)"
+      R"({"namespace":"long","eviction":"lru"}],"tenants":[]})";
+  ASSERT_EQ(test::http_call(b_->snapshot_port(), "POST", "/policy", {}, policies).status, 204);
+  auto sa = stub(*a_), sb = stub(*b_);
+  std::vector<std::pair<std::string, std::string>> long_keys;
+  const auto run_until = steady::now() + 4s;
+  for (int i = 0; steady::now() < run_until && i < 2000; ++i) {
+    for (const char* tenant : {"short", "long"}) {
+      const std::string k = std::string(tenant) + std::to_string(i);
+      ASSERT_TRUE(report(*sa, "gpu-a", {k + "a"}, nullptr, tenant).accepted()) << a_->logs();
+      ASSERT_TRUE(report(*sb, "gpu-b", {k + "b"}, nullptr, tenant).accepted()) << b_->logs();
+      if (std::string(tenant) == "long") {
+        long_keys.emplace_back(tenant, k + "a");
+        long_keys.emplace_back(tenant, k + "b");
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_for(3s);  // the last "short" entries expire; sweeps remove them
+  ASSERT_EQ(test::wait_identical({a_.get(), b_.get()}, {"short", "long"}, 20s), "");
+  // Scores carry each replica's own lookup time: 3 s apart on a 30 min TTL (±0.2 %).
+  EXPECT_EQ(test::compare_probes(*sa, *sb, test::probe_set(long_keys), 5e-3, /*by_id=*/true), "");
+  const auto events_a = ea.stop(), events_b = eb.stop();
+  EXPECT_EQ(test::compare_events(events_a, events_b), "");
+  int evicted_short = 0;
+  for (const auto& [tenant, events] : events_a) {
+    long long prev = 0;
+    for (const auto& e : events) {
+      const long long ts = std::atoll(e.c_str() + e.rfind(' ') + 1);
+      EXPECT_GE(ts, prev) << "t_eff went back in tenant " << tenant << ": " << e;
+      prev = std::max(prev, ts);
+      if (tenant == "short" && e.rfind("PREFIX_EVICTED", 0) == 0) ++evicted_short;
+    }
+  }
+  EXPECT_GT(evicted_short, 0) << "no TTL sweep removed anything";
+
+  // The stream: one sweep record per slot; A's slots (3 s ahead) are among them.
+  journal::jetstream::options o;
+  o.servers = nats_->urls();
+  o.replica_id = "check";
+  o.replicas = 1;
+  const long long last = journal_position(b_->http_port(), "stream_last");
+  auto r = journal::jetstream::reader::open(o, 1);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::map<std::uint64_t, int> sweeps_per_slot;
+  const auto st = (*r)->follow(static_cast<std::uint64_t>(last), [&](const auto& b) {
+    if (b.id.origin == "sweep") ++sweeps_per_slot[b.id.counter];
+    return true;
+  }, 10s);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_GE(sweeps_per_slot.size(), 4u);
+  for (const auto& [slot, n] : sweeps_per_slot) EXPECT_EQ(n, 1) << "slot " << slot;
+  const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GE(static_cast<long long>(sweeps_per_slot.rbegin()->first), now_s + 1)
+      << "no sweep from the replica whose clock runs ahead";
+  std::cout << "clock skew +3 s: " << sweeps_per_slot.size() << " sweep slots stored, "
+            << evicted_short << " TTL evictions, stream 1.." << last << "\n";
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
 }
