@@ -28,11 +28,7 @@ follower_lag_result run_follower_lag(const follower_lag_options& o, const worklo
                                      const std::vector<std::shared_ptr<grpc::Channel>>& channels) {
   follower_lag_result out;
   std::atomic<bool> stop{false};
-  ingest_options io;
-  io.producers = o.producers;
-  io.messages_per_stream = o.messages_per_stream;
-  io.chains_per_message = o.chains_per_message;
-  io.rate_blocks_per_s = o.ingest_rate;
+  ingest_options io = o.ingest;
   io.lim = {o.duration_s + 2 * o.marker_timeout_s + 5, 0};
   std::thread ingest([&] { out.ingest = run_ingest(channels, w, io, &stop, "ingest"); });
 

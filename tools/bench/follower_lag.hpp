@@ -7,7 +7,7 @@
 // PREFIX_MATCH on B: what a client switching replicas sees, measured end to end (poll
 // resolution ≈ one lookup round trip plus `poll_interval`).
 //
-//   follower_lag_options o;  o.follower = "127.0.0.1:9091";  o.ingest_rate = 100000;
+//   follower_lag_options o;  o.follower = "127.0.0.1:9091";  o.ingest.rate_blocks_per_s = 100000;
 //   follower_lag_result r = run_follower_lag(o, w, channels_to_a);
 #pragma once
 
@@ -26,10 +26,7 @@ namespace ic::tools::bench {
 /// What a lag run needs besides the workload and the channels to replica A.
 struct follower_lag_options {
   std::string follower;                  ///< replica B, host:port
-  double ingest_rate = 100000;           ///< blocks/s offered through A; default 100 k
-  int producers = 2;
-  int messages_per_stream = 8;
-  int chains_per_message = 16;
+  ingest_options ingest;                 ///< the producers on A (rate: blocks/s offered)
   double duration_s = 20;                ///< how long markers are sent
   int markers_per_s = 20;                ///< default 20
   double marker_timeout_s = 5;           ///< a marker not on B by then counts as missed

@@ -231,10 +231,7 @@ class bench_run {
     ingest_result ing;
     if (mixed) {
       std::atomic<bool> stop{false};
-      ingest_options io;
-      io.producers = o_.producers;
-      io.messages_per_stream = o_.messages_per_stream;
-      io.chains_per_message = o_.chains_per_message;
+      ingest_options io = stream_shape();
       io.rate_blocks_per_s = o_.ingest_rate;
       io.first_chain = chains;
       io.lim = {3 * duration_s_ + 60, 0};
@@ -274,11 +271,17 @@ class bench_run {
     return kExitOk;
   }
 
-  int run_ingest_mode() {
+  /// The producers' stream shape of --producers, --messages-per-stream, --chains-per-message.
+  ingest_options stream_shape() const {
     ingest_options io;
     io.producers = o_.producers;
     io.messages_per_stream = o_.messages_per_stream;
     io.chains_per_message = o_.chains_per_message;
+    return io;
+  }
+
+  int run_ingest_mode() {
+    ingest_options io = stream_shape();
     io.lim = phase_limits();
     ingest_result r = run_ingest(channels_, w_, io, nullptr, "ingest");
     result_["ingest"] = ingest_summary("ingest", r);
@@ -542,10 +545,8 @@ class bench_run {
   int run_lag_mode() {
     follower_lag_options l;
     l.follower = o_.follower;
-    l.ingest_rate = o_.ingest_rate;
-    l.producers = o_.producers;
-    l.messages_per_stream = o_.messages_per_stream;
-    l.chains_per_message = o_.chains_per_message;
+    l.ingest = stream_shape();
+    l.ingest.rate_blocks_per_s = o_.ingest_rate;
     l.duration_s = duration_s_;
     follower_lag_result r = run_follower_lag(l, w_, channels_);
     result_["ingest"] = ingest_summary("ingest offered " + fmt(o_.ingest_rate, 0) + " blocks/s", r.ingest);
