@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
+#include <functional>
 
 namespace rocksdb {
 class Env;
@@ -25,5 +27,11 @@ std::chrono::milliseconds test_lookup_delay();
 /// batch over (0 in production; the test variant reads IC_TEST_FOLLOW_DELAY_MS once), so a
 /// test can make a replica apply the stream late (a lost policy compare-and-set).
 std::chrono::milliseconds test_follow_delay();
+
+/// Returns the wall clock (Unix µs) for runtime_options::clock: empty in production (the
+/// system clock); the test variant, when IC_TEST_CLOCK_OFFSET_MS is set (read once, may be
+/// negative), returns the system clock shifted by that much, so a test can run one replica
+/// with a skewed clock (spec/scaleout.md §3.10 check 7).
+std::function<std::int64_t()> test_clock();
 
 }  // namespace ic::actors

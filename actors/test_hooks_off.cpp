@@ -8,4 +8,6 @@ std::chrono::milliseconds test_follow_delay() { return std::chrono::milliseconds
 
 rocksdb::Env* test_journal_env() { return nullptr; }
 
+std::function<std::int64_t()> test_clock() { return {}; }
+
 }  // namespace ic::actors

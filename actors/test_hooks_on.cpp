@@ -3,6 +3,7 @@
 #include <string>
 #include <thread>
 
+#include "actors/shared.hpp"
 #include "actors/test_hooks.hpp"
 #include "journal/fault_env.hpp"
 
@@ -22,6 +23,13 @@ std::chrono::milliseconds test_follow_delay() {
     return std::chrono::milliseconds(v ? std::atoll(v) : 0);
   }();
   return delay;
+}
+
+std::function<std::int64_t()> test_clock() {
+  const char* v = std::getenv("IC_TEST_CLOCK_OFFSET_MS");
+  if (v == nullptr || *v == '\0') return {};
+  const std::int64_t offset_us = std::atoll(v) * 1000;
+  return [offset_us] { return system_micros() + offset_us; };
 }
 
 rocksdb::Env* test_journal_env() {

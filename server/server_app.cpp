@@ -344,6 +344,7 @@ struct server_app::impl {
     ro.max_apply_lag = cfg.journal.max_apply_lag;
     ro.lfu_credit_interval = cfg.journal.lfu_credit_interval;
     ro.journal_env = actors::test_journal_env();  // nullptr outside the test-hook binary
+    ro.clock = actors::test_clock();              // empty (system clock) outside it too
     std::string error;
     actors::recovery_info info;
     runtime = actors::runtime::start(ro, &metrics, &error, &info);

@@ -4,97 +4,29 @@
 // --nats-replicas=1. Skipped when nats-server is not installed.
 #include <csignal>
 #include <fstream>
+#include <map>
 #include <future>
 #include <iostream>
 #include <thread>
 
-#include <grpcpp/create_channel.h>
-#include <grpcpp/security/credentials.h>
 #include <gtest/gtest.h>
 
-#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
-#include "journal/jetstream/nats_fixture.hpp"
+#include "journal/jetstream/jetstream_log.hpp"
 #include "journal/jetstream/shared_snapshot.hpp"
+#include "tests/jetstream_support.hpp"
 #include "tests/support/http_client.hpp"
-#include "tests/support/server_process.hpp"
 
 namespace ic {
 namespace {
 
 using namespace std::chrono_literals;
 namespace v1 = inferencecache::v1alpha1;
-using journal::jetstream::testing::nats_cluster;
 using steady = std::chrono::steady_clock;
-
-std::vector<std::string> replica_args(const std::string& data_dir, const std::string& id,
-                                      const std::string& nats_url) {
-  return {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
-          "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + data_dir,
-          "--insecure-disable-auth", "--journal=jetstream", "--nats-servers=" + nats_url,
-          "--nats-replicas=1", "--replica-id=" + id, "--journal-append-timeout=1s"};
-}
-
-v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
-               const std::vector<std::string>& blocks, grpc::Status* rpc = nullptr) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("llama");
-  u.set_tenant_id("t");
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  v1::Ack ack;
-  auto writer = stub.ReportCacheState(&ctx, &ack);
-  writer->Write(u);
-  writer->WritesDone();
-  grpc::Status st = writer->Finish();
-  if (rpc) *rpc = st;
-  return ack;
-}
-
-v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks) {
-  v1::LookupRouteRequest req;
-  req.set_tenant_id("t");
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  for (const auto& b : blocks) {
-    req.add_block_hashes(b);
-    req.add_block_token_counts(64);
-  }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-  v1::LookupRouteResponse resp;
-  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
-  return resp;
-}
-
-// Polls `stub` (bounded) until `blocks` match on `replica`; returns how long it took.
-bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks,
-               const std::string& replica, std::chrono::milliseconds bound) {
-  const auto deadline = steady::now() + bound;
-  while (steady::now() < deadline) {
-    auto r = lookup(stub, blocks);
-    if (r.reason_code() == "PREFIX_MATCH" && r.replica_scores_size() == 1 &&
-        r.replica_scores(0).replica_id() == replica &&
-        r.replica_scores(0).matched_tokens() == 64 * static_cast<int>(blocks.size()))
-      return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return false;
-}
-
-/// `inferencecache_journal_position{kind="<kind>"}` of the server on `http_port` (-1: absent).
-long long journal_position(int http_port, const std::string& kind) {
-  auto m = test::http_call(http_port, "GET", "/metrics");
-  const std::string key = "inferencecache_journal_position{kind=\"" + kind + "\"} ";
-  auto at = m.body.find(key);
-  return at == std::string::npos ? -1 : std::atoll(m.body.c_str() + at + key.size());
-}
+using test::converges;
+using test::journal_position;
+using test::lookup;
+using test::report;
+using test::stub;
 
 /// The value of the unlabeled series `name` on the server on `http_port` (-1: absent).
 double metric(int http_port, const std::string& name) {
@@ -135,40 +67,8 @@ std::string converged_policy(const test::server_process& a, const test::server_p
   return "(no convergence)";
 }
 
-class JetStreamReplicas : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server is not installed (scripts/install_deps.sh installs it)";
-    std::string why;
-    nats_ = nats_cluster::start(1, &why);
-    ASSERT_TRUE(nats_) << why;
-    dir_a_ = test::make_temp_dir("ic_js_a");
-    dir_b_ = test::make_temp_dir("ic_js_b");
-  }
-  void TearDown() override {
-    a_.reset();
-    b_.reset();
-    nats_.reset();
-    if (!dir_a_.empty()) test::remove_tree(dir_a_);
-    if (!dir_b_.empty()) test::remove_tree(dir_b_);
-  }
-  std::unique_ptr<test::server_process> start(const std::string& dir, const std::string& id,
-                                              std::vector<std::string> extra = {}) {
-    auto args = replica_args(dir, id, nats_->url(0));
-    args.insert(args.end(), extra.begin(), extra.end());
-    auto s = test::server_process::start(IC_SERVER_BINARY, args);
-    EXPECT_TRUE(s && s->wait_ready(20s)) << (s ? s->logs() : "fork failed");
-    return s;
-  }
-  static std::unique_ptr<v1::InferenceCache::Stub> stub(const test::server_process& s) {
-    return v1::InferenceCache::NewStub(
-        grpc::CreateChannel(s.grpc_target(), grpc::InsecureChannelCredentials()));
-  }
-
-  std::unique_ptr<nats_cluster> nats_;
-  std::string dir_a_, dir_b_;
-  std::unique_ptr<test::server_process> a_, b_;
-};
+// One NATS node (--nats-replicas=1); tests/jetstream_support.hpp starts and stops it all.
+class JetStreamReplicas : public test::replicas_fixture {};
 
 // Ingest on A: A's Ack means applied on A (read-your-writes), and B converges.
 // Both start-up sweeps fall in one 24 h slot: the stream keeps one (Msg-Id sweep.<slot>).
@@ -304,9 +204,9 @@ TEST_F(JetStreamReplicas, PolicyPushesRaceAndAPolicyFileNeverOverridesTheStream)
   // B applies the stream late: A's push is stored and applied on A, B has not seen it.
   EXPECT_EQ(b_->terminate(), 0);
   ::setenv("IC_TEST_FOLLOW_DELAY_MS", "1500", 1);
-  b_ = test::server_process::start(IC_TESTHOOKS_SERVER_BINARY, replica_args(dir_b_, "rb", nats_->url(0)));
+  b_ = start(dir_b_, "rb", {}, IC_TESTHOOKS_SERVER_BINARY);
   ::unsetenv("IC_TEST_FOLLOW_DELAY_MS");
-  ASSERT_TRUE(b_ && b_->wait_ready(20s)) << (b_ ? b_->logs() : "fork failed");
+  ASSERT_TRUE(b_);
   ASSERT_EQ(push(a_->snapshot_port(), policy_body("newest")).status, 204);
   const auto lost = push(b_->snapshot_port(), policy_body("stale"));
   EXPECT_EQ(lost.status, 409) << lost.body;
@@ -366,6 +266,83 @@ TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
   }
   EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
             test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Spec §3.10 check 7. Replica A's clock runs 3 s ahead (test hook IC_TEST_CLOCK_OFFSET_MS),
+// both publish a TTL sweep every second, both ingest. Tenant "short" (TTL 2 s) is swept
+// while the run goes on, tenant "long" keeps the 30 min default. Each sweep slot is stored
+// once in the stream although both replicas publish it (A 3 s earlier); every record applies
+// at t_eff = max(previous, stamp), so both replicas emit the identical event sequence with
+// non-decreasing timestamps and end with identical state.
+TEST_F(JetStreamReplicas, AReplicaWithASkewedClockSweepsOnceAndConverges) {
+  const std::vector<std::string> flags = {"--sweep-interval=1s"};
+  ::setenv("IC_TEST_CLOCK_OFFSET_MS", "3000", 1);
+  a_ = start(dir_a_, "ra", flags, IC_TESTHOOKS_SERVER_BINARY);
+  ::unsetenv("IC_TEST_CLOCK_OFFSET_MS");
+  b_ = start(dir_b_, "rb", flags);
+  ASSERT_TRUE(a_ && b_);
+  test::event_recorder ea(*a_), eb(*b_);
+  const std::string policies =
+      R"({"version":7,"policies":[{"namespace":"short","eviction":"lru","evictionTTL":2000000000},)"
+      R"({"namespace":"long","eviction":"lru"}],"tenants":[]})";
+  ASSERT_EQ(test::http_call(b_->snapshot_port(), "POST", "/policy", {}, policies).status, 204);
+  auto sa = stub(*a_), sb = stub(*b_);
+  std::vector<std::pair<std::string, std::string>> long_keys;
+  const auto run_until = steady::now() + 4s;
+  for (int i = 0; steady::now() < run_until && i < 2000; ++i) {
+    for (const char* tenant : {"short", "long"}) {
+      const std::string k = std::string(tenant) + std::to_string(i);
+      ASSERT_TRUE(report(*sa, "gpu-a", {k + "a"}, nullptr, tenant).accepted()) << a_->logs();
+      ASSERT_TRUE(report(*sb, "gpu-b", {k + "b"}, nullptr, tenant).accepted()) << b_->logs();
+      if (std::string(tenant) == "long") {
+        long_keys.emplace_back(tenant, k + "a");
+        long_keys.emplace_back(tenant, k + "b");
+      }
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+  std::this_thread::sleep_for(3s);  // the last "short" entries expire; sweeps remove them
+  ASSERT_EQ(test::wait_identical({a_.get(), b_.get()}, {"short", "long"}, 20s), "");
+  // Scores carry each replica's own lookup time: 3 s apart on a 30 min TTL (±0.2 %).
+  EXPECT_EQ(test::compare_probes(*sa, *sb, test::probe_set(long_keys), 5e-3, /*by_id=*/true), "");
+  const auto events_a = ea.stop(), events_b = eb.stop();
+  EXPECT_EQ(test::compare_events(events_a, events_b), "");
+  int evicted_short = 0;
+  for (const auto& [tenant, events] : events_a) {
+    long long prev = 0;
+    for (const auto& e : events) {
+      const long long ts = std::atoll(e.c_str() + e.rfind(' ') + 1);
+      EXPECT_GE(ts, prev) << "t_eff went back in tenant " << tenant << ": " << e;
+      prev = std::max(prev, ts);
+      if (tenant == "short" && e.rfind("PREFIX_EVICTED", 0) == 0) ++evicted_short;
+    }
+  }
+  EXPECT_GT(evicted_short, 0) << "no TTL sweep removed anything";
+
+  // The stream: one sweep record per slot; A's slots (3 s ahead) are among them.
+  journal::jetstream::options o;
+  o.servers = nats_->urls();
+  o.replica_id = "check";
+  o.replicas = 1;
+  const long long last = journal_position(b_->http_port(), "stream_last");
+  auto r = journal::jetstream::reader::open(o, 1);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  std::map<std::uint64_t, int> sweeps_per_slot;
+  const auto st = (*r)->follow(static_cast<std::uint64_t>(last), [&](const auto& b) {
+    if (b.id.origin == "sweep") ++sweeps_per_slot[b.id.counter];
+    return true;
+  }, 10s);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  ASSERT_GE(sweeps_per_slot.size(), 4u);
+  for (const auto& [slot, n] : sweeps_per_slot) EXPECT_EQ(n, 1) << "slot " << slot;
+  const auto now_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GE(static_cast<long long>(sweeps_per_slot.rbegin()->first), now_s + 1)
+      << "no sweep from the replica whose clock runs ahead";
+  std::cout << "clock skew +3 s: " << sweeps_per_slot.size() << " sweep slots stored, "
+            << evicted_short << " TTL evictions, stream 1.." << last << "\n";
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
 }

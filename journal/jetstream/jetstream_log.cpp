@@ -185,8 +185,19 @@ result<std::uint64_t> writer::last_on_subject(const std::string& scope) const {
   const std::string subject = impl_->opts.subject_prefix + "." + scope;
   natsMsg* m = nullptr;
   jsErrCode jerr = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetLastMsg(&m, impl_->conn->js(), impl_->opts.stream.c_str(),
-                               subject.c_str(), nullptr, &jerr);
+  natsStatus s = NATS_OK;
+  // A stream created a moment ago by another replica may have no leader yet: the request
+  // gets no answer (2.9.10) and is asked again, each attempt bounded, within open_timeout.
+  const auto deadline = clock::now() + impl_->opts.open_timeout;
+  do {
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = std::max<std::int64_t>(
+        1, std::min<std::int64_t>(impl_->opts.attempt_timeout.count(), ms_left(deadline)));
+    jerr = static_cast<jsErrCode>(0);
+    s = js_GetLastMsg(&m, impl_->conn->js(), impl_->opts.stream.c_str(), subject.c_str(), &jo,
+                      &jerr);
+  } while ((s == NATS_TIMEOUT || s == NATS_NO_RESPONDERS) && ms_left(deadline) > 0);
   if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) return std::uint64_t{0};
   if (s != NATS_OK) {
     return status{errc::unavailable, "last message on " + subject + ": " + describe(s, jerr)};

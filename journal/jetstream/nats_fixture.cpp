@@ -9,6 +9,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "tests/support/http_client.hpp"
 
 namespace ic::journal::jetstream::testing {
@@ -169,6 +171,25 @@ bool nats_cluster::wait_healthy(int i, std::chrono::milliseconds timeout) const 
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
   return false;
+}
+
+std::string nats_cluster::stream_leader(const std::string& stream) const {
+  for (int i = 0; i < size(); ++i) {
+    if (!running(i)) continue;
+    const auto r = ic::test::http_call(nodes_[static_cast<std::size_t>(i)].http_port, "GET",
+                                       "/jsz?streams=true");
+    const auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+    if (r.status != 200 || !j.is_object() || !j.contains("account_details")) continue;
+    for (const auto& account : j["account_details"]) {
+      if (!account.contains("stream_detail")) continue;
+      for (const auto& s : account["stream_detail"]) {
+        if (s.value("name", "") != stream || !s.contains("cluster")) continue;
+        const std::string leader = s["cluster"].value("leader", "");
+        if (!leader.empty()) return leader;
+      }
+    }
+  }
+  return {};
 }
 
 std::string nats_cluster::logs() const {

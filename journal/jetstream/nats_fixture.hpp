@@ -8,6 +8,7 @@
 //   if (!c) FAIL() << why;
 //   opts.servers = c->urls();
 //   c->kill9(c->index_of(state.leader));  ...  c->restart(i, 10s);
+//   c->kill9(c->index_of(c->stream_leader("IC_JOURNAL")));  // the leader, from /jsz
 //
 // `nats_cluster::binary()` is empty when nats-server is not installed: tests GTEST_SKIP then.
 #pragma once
@@ -59,6 +60,9 @@ class nats_cluster {
   bool restart(int i, std::chrono::milliseconds timeout = std::chrono::seconds(20));
   /// Waits until node `i` answers /healthz 200 (≤ `timeout`).
   bool wait_healthy(int i, std::chrono::milliseconds timeout) const;
+  /// The server_name of the node leading stream `stream` ("" when no running node reports
+  /// one, e.g. during an election), read from the running nodes' /jsz?streams=true.
+  std::string stream_leader(const std::string& stream) const;
   /// Every node's log so far (for failure messages).
   std::string logs() const;
 

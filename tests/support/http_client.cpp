@@ -39,6 +39,31 @@ bool closed_by_peer(int fd) {
   }
 }
 
+namespace {
+
+/// Decodes an HTTP/1.1 chunked body (nats-server's monitoring port sends large answers so);
+/// stops at the last chunk or at the first malformed size line.
+std::string dechunk(const std::string& in) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < in.size()) {
+    const auto eol = in.find("\r\n", at);
+    if (eol == std::string::npos) break;
+    std::size_t size = 0;
+    try {
+      size = std::stoul(in.substr(at, eol - at), nullptr, 16);
+    } catch (...) {
+      break;
+    }
+    if (size == 0 || eol + 2 + size > in.size()) break;
+    out.append(in, eol + 2, size);
+    at = eol + 2 + size + 2;  // the chunk's trailing CRLF
+  }
+  return out;
+}
+
+}  // namespace
+
 http_result http_call(int port, const std::string& method, const std::string& path,
                       const std::map<std::string, std::string>& headers, const std::string& body) {
   http_result out;
@@ -81,6 +106,9 @@ http_result http_call(int port, const std::string& method, const std::string& pa
     out.headers[name] = value;
   }
   out.body = raw.substr(head_end + 4);
+  auto te = out.headers.find("transfer-encoding");
+  if (te != out.headers.end() && te->second.find("chunked") != std::string::npos)
+    out.body = dechunk(out.body);
   return out;
 }
 

@@ -1,6 +1,6 @@
 // inferencecache-bench: load and benchmark generator for an InferenceCache server.
 //
-// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak, frames, pd. Every run is bounded
+// Modes (subcommands): baseline, lookup, mixed, ingest, fill, recovery, killloop, soak, frames, pd, lag. Every run is bounded
 // by --duration per phase and/or --requests; only loopback targets unless --allow-remote.
 // A table goes to stdout, progress to stderr, and --json FILE writes every figure.
 // Exit codes: 0 ok, 1 the run failed (no successful call, server error), 2 usage error.
@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tools/bench/killloop.hpp"
+#include "tools/bench/follower_lag.hpp"
 #include "tools/bench/pd_bench.hpp"
 #include "tools/bench/report.hpp"
 #include "tools/bench/runner.hpp"
@@ -84,6 +85,8 @@ struct options {
   std::string markdown_file;
   // frames
   std::string out_dir;                   ///< where the gRPC-framed request bodies go
+  // lag
+  std::string follower;                  ///< the replica whose apply lag is measured
   // pd
   std::string admin_addr;                ///< the server's admin port (/topology)
   std::string token;                     ///< admin bearer token; default none
@@ -150,6 +153,7 @@ class bench_run {
     else if (o_.mode == "soak") rc = run_soak_mode();
     else if (o_.mode == "frames") rc = run_frames_mode();
     else if (o_.mode == "pd") rc = run_pd_mode();
+    else if (o_.mode == "lag") rc = run_lag_mode();
     result_["exit_code"] = rc;
     if (!o_.json_file.empty()) {
       std::ofstream out(o_.json_file);
@@ -227,10 +231,7 @@ class bench_run {
     ingest_result ing;
     if (mixed) {
       std::atomic<bool> stop{false};
-      ingest_options io;
-      io.producers = o_.producers;
-      io.messages_per_stream = o_.messages_per_stream;
-      io.chains_per_message = o_.chains_per_message;
+      ingest_options io = stream_shape();
       io.rate_blocks_per_s = o_.ingest_rate;
       io.first_chain = chains;
       io.lim = {3 * duration_s_ + 60, 0};
@@ -270,11 +271,17 @@ class bench_run {
     return kExitOk;
   }
 
-  int run_ingest_mode() {
+  /// The producers' stream shape of --producers, --messages-per-stream, --chains-per-message.
+  ingest_options stream_shape() const {
     ingest_options io;
     io.producers = o_.producers;
     io.messages_per_stream = o_.messages_per_stream;
     io.chains_per_message = o_.chains_per_message;
+    return io;
+  }
+
+  int run_ingest_mode() {
+    ingest_options io = stream_shape();
     io.lim = phase_limits();
     ingest_result r = run_ingest(channels_, w_, io, nullptr, "ingest");
     result_["ingest"] = ingest_summary("ingest", r);
@@ -534,6 +541,30 @@ class bench_run {
     return kExitOk;
   }
 
+  /// Cross-replica apply lag under paced ingest (tools/bench/follower_lag.hpp).
+  int run_lag_mode() {
+    follower_lag_options l;
+    l.follower = o_.follower;
+    l.ingest = stream_shape();
+    l.ingest.rate_blocks_per_s = o_.ingest_rate;
+    l.duration_s = duration_s_;
+    follower_lag_result r = run_follower_lag(l, w_, channels_);
+    result_["ingest"] = ingest_summary("ingest offered " + fmt(o_.ingest_rate, 0) + " blocks/s", r.ingest);
+    latency_summary lag = summarize(r.lag_us), ack = summarize(r.marker_ack_us);
+    result_["lag"] = to_json(lag);
+    result_["marker_ack"] = to_json(ack);
+    result_["markers_refused"] = r.markers_refused;
+    result_["markers_missed"] = r.markers_missed;
+    std::cout << "marker Ack on " << o_.addr << " -> served by " << o_.follower << " (" << lag.count
+              << " markers): p50 " << fmt(lag.p50 / 1000, 2) << " ms, p99 " << fmt(lag.p99 / 1000, 2)
+              << " ms, max " << fmt(lag.max / 1000, 2) << " ms; marker Ack p50/p99 "
+              << fmt(ack.p50 / 1000, 2) << " / " << fmt(ack.p99 / 1000, 2) << " ms; refused "
+              << r.markers_refused << ", missed " << r.markers_missed << "\n";
+    if (!r.error.empty()) std::cout << "first error: " << r.error << "\n";
+    if (lag.count == 0) return fail_line("no marker was served by the follower: " + r.error);
+    return r.markers_missed == 0 ? kExitOk : fail_line("markers never served by the follower");
+  }
+
   /// LookupPDRoute beside LookupRoute over the (pre)filled index (tools/bench/pd_bench.hpp).
   int run_pd_mode() {
     const std::uint64_t chains = prefill();
@@ -605,7 +636,7 @@ int run(int argc, char** argv) {
 
   app.add_subcommand("baseline", "Health/Check latency: the transport's floor");
   app.add_subcommand("lookup", "LookupRoute latency over a prefilled index, beside the baseline");
-  app.add_option("--ingest-rate", o.ingest_rate, "mixed: background ingest blocks/s")
+  app.add_option("--ingest-rate", o.ingest_rate, "mixed, lag: background ingest blocks/s")
       ->capture_default_str();
   app.add_subcommand("mixed", "Lookups while ingesting at --ingest-rate");
   app.add_subcommand("ingest", "ReportCacheState throughput and Ack latency");
@@ -665,6 +696,10 @@ int run(int argc, char** argv) {
   frames->add_option("--out-dir", o.out_dir, "Directory for health_check.bin and lookup_route.bin")
       ->required();
 
+  auto* lag = app.add_subcommand(
+      "lag", "JetStream: Ack on --addr -> served by --follower, while ingesting at --ingest-rate");
+  lag->add_option("--follower", o.follower, "The other replica's gRPC host:port")->required();
+
   auto* pd = app.add_subcommand(
       "pd", "LookupPDRoute beside LookupRoute on one filled index (64 + 64 replica topology)");
   pd->add_option("--admin-addr", o.admin_addr, "The server's admin port host:port (/topology)")
@@ -722,6 +757,12 @@ int run(int argc, char** argv) {
     if (o.warmup_minutes < 0) return usage("--warmup must not be negative");
     if (o.max_rss_growth <= 0) return usage("--max-rss-growth must be positive");
     if (o.journal_fs_mb > (1u << 20)) return usage("--journal-fs-mb is too large");
+  }
+  if (o.mode == "lag") {
+    auto f = parse_host_port(o.follower, &err);
+    if (!f) return usage("--follower: " + err);
+    if (!o.allow_remote && !is_loopback_host(f->host))
+      return usage("--follower " + o.follower + " is not a loopback address; pass --allow-remote");
   }
   if (o.mode == "pd") {
     auto admin = parse_host_port(o.admin_addr, &err);
