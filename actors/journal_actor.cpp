@@ -215,6 +215,12 @@ journal_actor::behavior_type journal_actor_impl(
           bytes[i] = proto::encode_record(s.pending[i].kind, now, s.pending[i].payload);
           records[i] = journal::record_in{static_cast<std::uint32_t>(s.pending[i].kind), bytes[i]};
         }
+        // A group larger than one batch may carry (JetStream: the server's max_payload) is
+        // split: the rest waits for the next flush.
+        if (const std::size_t fit = s.log->fitting_prefix(records); fit < n) {
+          n = fit;
+          records.resize(n);
+        }
         if (s.repl) {
           publish_replicated(s, records, n, conditional);
           s.pending.erase(s.pending.begin(), s.pending.begin() + static_cast<std::ptrdiff_t>(n));

@@ -136,6 +136,12 @@ class record_log {
 
   /// The id the next append carries ("" when the log has no batch ids).
   virtual std::string next_batch_id() const = 0;
+  /// How many leading records of `records` one batch can carry (at least 1; a single record
+  /// too large is then refused by append() with its reason). The group commit splits a
+  /// larger group. Default: all (RocksDB has no batch size limit).
+  virtual std::size_t fitting_prefix(const std::vector<record_in>& records) const {
+    return records.size();
+  }
   /// Appends `records` as one batch; returns the first record's position. Errors:
   /// invalid_argument, unavailable (nothing stored — or, replicated, "outcome unknown;
   /// retry": it may be stored and then arrives through follow()).

@@ -207,6 +207,19 @@ result<std::uint64_t> writer::last_on_subject(const std::string& scope) const {
   return seq;
 }
 
+std::size_t writer::fitting_prefix(const std::vector<record_in>& records) const {
+  const std::int64_t max_payload = natsConnection_GetMaxPayload(impl_->conn->nc());
+  if (max_payload <= 0) return records.size();
+  // The longest origin an id may carry, so the answer holds for every batch id.
+  std::size_t payload = 0;
+  for (std::size_t i = 0; i < records.size(); ++i) {
+    payload += records[i].payload.size();
+    if (envelope_size(255, i + 1, payload) > static_cast<std::size_t>(max_payload))
+      return std::max<std::size_t>(i, 1);
+  }
+  return records.size();
+}
+
 result<append_ack> writer::publish(const std::vector<record_in>& records, const batch_id& id,
                                    const std::string& subject,
                                    std::optional<std::uint64_t> expected_last) {

@@ -161,6 +161,9 @@ class writer {
   writer_stats stats() const;
   /// True while the connection to NATS is up.
   bool connected() const;
+  /// How many leading records fit one envelope under the server's max_payload (at least 1;
+  /// all of them while the limit is unknown).
+  std::size_t fitting_prefix(const std::vector<record_in>& records) const;
 
  private:
   struct impl;

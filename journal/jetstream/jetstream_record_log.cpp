@@ -49,6 +49,10 @@ jetstream_log::~jetstream_log() { (void)close(); }
 
 std::string jetstream_log::describe() const { return "stream " + opts_.nats.stream; }
 
+std::size_t jetstream_log::fitting_prefix(const std::vector<record_in>& records) const {
+  return writer_ ? writer_->fitting_prefix(records) : records.size();
+}
+
 std::string jetstream_log::next_batch_id() const { return msg_id(writer_->peek_next_id()); }
 
 result<std::uint64_t> jetstream_log::append(const std::vector<record_in>& records) {

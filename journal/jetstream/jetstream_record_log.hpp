@@ -74,6 +74,7 @@ class jetstream_log final : public record_log {
 
   std::string describe() const override;
   bool replicated() const override { return true; }
+  std::size_t fitting_prefix(const std::vector<record_in>& records) const override;
   std::string next_batch_id() const override;
   result<std::uint64_t> append(const std::vector<record_in>& records) override;
   /// Publishes with Msg-Id `<scope>.<period>.<slot>` (no epoch: the same on every replica).

@@ -403,6 +403,24 @@ TEST_F(JetStreamLog, FullStreamRefusesAppendsWithAClearError) {
   EXPECT_EQ(st->first_seq, 1u);
 }
 
+// The group commit splits a group that one envelope could not carry (max_payload 8 MB in
+// the fixture): fitting_prefix names how many leading records fit, at least one.
+TEST_F(JetStreamLog, FittingPrefixKeepsEachEnvelopeUnderMaxPayload) {
+  ASSERT_TRUE(start(1));
+  auto w = writer::open(base_options(*cluster_, "r1"));
+  ASSERT_TRUE(w.ok()) << w.status().to_string();
+  const std::string three_mb(3 << 20, 'x');
+  const std::vector<record_in> group(4, record_in{1, three_mb});
+  const std::size_t fit = (*w)->fitting_prefix(group);
+  EXPECT_EQ(fit, 2u);  // 6 MB + headers fit; 9 MB would not
+  const std::vector<record_in> first(group.begin(), group.begin() + static_cast<std::ptrdiff_t>(fit));
+  EXPECT_TRUE((*w)->append(first).ok());
+  const std::vector<record_in> small(100, record_in{1, "tiny"});
+  EXPECT_EQ((*w)->fitting_prefix(small), small.size());
+  const std::string nine_mb(9 << 20, 'h');
+  EXPECT_EQ((*w)->fitting_prefix({record_in{1, nine_mb}}), 1u);  // alone; append refuses it
+}
+
 TEST_F(JetStreamLog, ReaderReportsAGapAfterAPurge) {
   ASSERT_TRUE(start(1));
   auto& c = cluster_;
