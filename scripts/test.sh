@@ -3,10 +3,12 @@
 # budget (scripts/fuzz.sh, clang-16 + ASan/UBSan in build-fuzz/; FUZZ_SECONDS, default 5 s per
 # target; fixed seed FUZZ_SEED=1 unless set, FUZZ_SEED=random to explore), then every test with ctest (unit tests in parallel; integration tests start the real
 # server on free loopback ports). SANITIZE="asan tsan" (or one of them) adds the sanitizer
-# pass (scripts/sanitize.sh: every test under ASan+UBSan in build-asan/, the `tsan` subset
-# under TSan in build-tsan/). It is off by default: on the shared 2-core box the cold TSan
-# build took 67 min and the ASan one did not finish, so it is not shown to fit the 25-minute
-# CI budget (docs/benchmarks.md, "Sanitizer pass and long fuzz runs, measured").
+# pass (scripts/sanitize.sh: every test under ASan+UBSan in build-asan/, the `tsan` label -
+# our own threaded components, not the CAF/gRPC tests, README "Sanitizers" - under TSan in
+# build-tsan/). It is off by default: on the shared 2-core box neither cold build finished
+# in a session, and the TSan tests of ic_journal_tests alone took 629 s under ctest -j2 at
+# load 8, so neither is shown to fit the 25-minute CI budget (docs/benchmarks.md, "Sanitizer
+# pass, measured again" and the section before it).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build}

@@ -52,19 +52,34 @@ std::string http_listen_address(const std::string& bind) {
   return bind;
 }
 
-std::variant<server_config, early_exit> parse_command_line(int argc, const char* const* argv) {
+/// What the flags write into while CLI11 parses: the config and the raw text of the flags
+/// that are validated after parsing.
+struct command_line_parser::bound {
   server_config cfg;
-  CLI::App app{"inferencecache-server: cache-aware routing index for LLM inference"};
-  app.name("inferencecache-server");
-  app.set_version_flag("--version", server_version);
-  app.allow_windows_style_options(false);
-
   std::string log_format = "json";
   // The flags' text defaults as --help shows them; they parse to server_config's typed
   // defaults (ServerConfig.DefaultsMatchTheSpecWithInsecureAuth checks the parsed values).
   std::string default_ttl = "30m", sweep_interval = "1m", metrics_interval = "5s";
   std::string snapshot_interval = "10m";
   std::string allowed_sa;
+  std::int64_t snapshot_every_records = static_cast<std::int64_t>(cfg.snapshot_every_records);
+  std::string http_idle_timeout = "10s";
+  journal_flag_text journal_text;
+};
+
+/// The CLI11 app with every flag bound to `values`, and the values as declared.
+struct command_line_parser::state {
+  bound values;
+  bound defaults;  // `values` right after declaring (add_journal_flags sets its texts)
+  CLI::App app{"inferencecache-server: cache-aware routing index for LLM inference"};
+  state();
+};
+
+command_line_parser::state::state() {
+  server_config& cfg = values.cfg;
+  app.name("inferencecache-server");
+  app.set_version_flag("--version", server_version);
+  app.allow_windows_style_options(false);
   app.add_option("--grpc-bind-address", cfg.grpc_bind_address, "gRPC listen address")
       ->capture_default_str();
   app.add_option("--http-bind-address", cfg.http_bind_address,
@@ -77,14 +92,14 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
                "leave the admin port unauthenticated (local development)");
   app.add_option("--admin-token-file", cfg.admin_token_file,
                  "file holding the bearer token for the admin port");
-  app.add_option("--allowed-controller-sa", allowed_sa,
+  app.add_option("--allowed-controller-sa", values.allowed_sa,
                  "not supported: Kubernetes TokenReview auth is replaced by --admin-token-file");
   app.add_option("--tls-cert-file", cfg.tls_cert_file, "PEM certificate for gRPC TLS");
   app.add_option("--tls-key-file", cfg.tls_key_file, "PEM private key for gRPC TLS");
   app.add_option("--engine-block-size", cfg.engine_block_size,
                  "tokens per block when fingerprinting token_ids (<=0 ignored)")
       ->capture_default_str();
-  app.add_option("--log-format", log_format, "json | text")->capture_default_str();
+  app.add_option("--log-format", values.log_format, "json | text")->capture_default_str();
   app.add_option("--log-level", cfg.log_level, "debug | info | warn | error")
       ->capture_default_str();
   app.add_option("--tokenizer-models-dir", cfg.tokenizer_models_dir,
@@ -101,30 +116,56 @@ std::variant<server_config, early_exit> parse_command_line(int argc, const char*
   app.add_option("--max-index-entries", cfg.max_index_entries,
                  "global cap on (key x replica) entries; 0 = unbounded")
       ->capture_default_str();
-  app.add_option("--default-ttl", default_ttl, "entry TTL when no policy sets one")
+  app.add_option("--default-ttl", values.default_ttl, "entry TTL when no policy sets one")
       ->capture_default_str();
-  app.add_option("--sweep-interval", sweep_interval, "TTL sweep period")->capture_default_str();
-  app.add_option("--snapshot-interval", snapshot_interval,
+  app.add_option("--sweep-interval", values.sweep_interval, "TTL sweep period")->capture_default_str();
+  app.add_option("--snapshot-interval", values.snapshot_interval,
                  "snapshot the index (and truncate the journal) this often; 0 = never by time")
       ->capture_default_str();
-  auto snapshot_every_records = static_cast<std::int64_t>(cfg.snapshot_every_records);
-  app.add_option("--snapshot-every-records", snapshot_every_records,
+  app.add_option("--snapshot-every-records", values.snapshot_every_records,
                  "snapshot after this many journal records; 0 = never by count")
       ->capture_default_str();
-  app.add_option("--metrics-stream-interval", metrics_interval, "StreamMetrics push period")
+  app.add_option("--metrics-stream-interval", values.metrics_interval, "StreamMetrics push period")
       ->capture_default_str();
   app.add_option("--max-recv-message-bytes", cfg.max_recv_message_bytes,
                  "largest gRPC message accepted")
       ->capture_default_str();
-  std::string http_idle_timeout = "10s";
-  app.add_option("--http-idle-timeout", http_idle_timeout,
+  app.add_option("--http-idle-timeout", values.http_idle_timeout,
                  "close an HTTP connection without a complete request, or silent, after this long")
       ->capture_default_str();
   app.add_option("--http-max-connections", cfg.http_max_connections,
                  "open connections per HTTP port; more are closed at accept")
       ->capture_default_str();
-  journal_flag_text journal_text;
-  add_journal_flags(app, cfg.journal, journal_text);
+  add_journal_flags(app, cfg.journal, values.journal_text);
+  defaults = values;
+}
+
+command_line_parser::command_line_parser() : state_(std::make_unique<state>()) {}
+command_line_parser::~command_line_parser() = default;
+command_line_parser::command_line_parser(command_line_parser&&) noexcept = default;
+command_line_parser& command_line_parser::operator=(command_line_parser&&) noexcept = default;
+
+std::variant<server_config, early_exit> parse_command_line(int argc, const char* const* argv) {
+  return command_line_parser{}.parse(argc, argv);
+}
+
+std::variant<server_config, early_exit> command_line_parser::parse(int argc,
+                                                                   const char* const* argv) {
+  // Every parse starts from the declared defaults and with no results (counts, values) of
+  // an earlier parse in the app.
+  state_->values = state_->defaults;
+  CLI::App& app = state_->app;
+  app.clear();
+  bound& v = state_->values;
+  server_config& cfg = v.cfg;
+  const std::string& log_format = v.log_format;
+  const std::string& allowed_sa = v.allowed_sa;
+  const std::string& http_idle_timeout = v.http_idle_timeout;
+  const std::string &default_ttl = v.default_ttl, &sweep_interval = v.sweep_interval,
+                    &metrics_interval = v.metrics_interval,
+                    &snapshot_interval = v.snapshot_interval;
+  const std::int64_t& snapshot_every_records = v.snapshot_every_records;
+  const journal_flag_text& journal_text = v.journal_text;
 
   // Go's flag package also accepts a single dash; normalise "-flag" to "--flag".
   std::vector<std::string> args;

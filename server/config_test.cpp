@@ -165,6 +165,76 @@ TEST(ServerConfig, HelpAndVersionExitZero) {
   EXPECT_EQ(exit_code(parse({"--version"})), 0);
 }
 
+// Every field of a parse result, to compare a reused parser's answers with fresh ones.
+std::string summary(const std::variant<server_config, early_exit>& r) {
+  if (auto* e = std::get_if<early_exit>(&r)) return "exit " + std::to_string(e->code) + " " + e->message;
+  const auto& c = std::get<server_config>(r);
+  std::string s;
+  for (const std::string* f :
+       {&c.grpc_bind_address, &c.http_bind_address, &c.snapshot_bind_address, &c.admin_token_file,
+        &c.admin_token, &c.tls_cert_file, &c.tls_key_file, &c.log_level, &c.tokenizer_models_dir,
+        &c.data_dir, &c.policy_file, &c.topology_file, &c.templates_file, &c.journal.replica_id,
+        &c.journal.nats_stream, &c.journal.nats_creds_file})
+    s += *f + "|";
+  for (const auto& url : c.journal.nats_servers) s += url + ",";
+  for (long long n : {static_cast<long long>(c.insecure_disable_auth),
+                      static_cast<long long>(c.engine_block_size), static_cast<long long>(c.format),
+                      static_cast<long long>(c.journal_fsync), static_cast<long long>(c.max_index_entries),
+                      static_cast<long long>(c.default_ttl.count()),
+                      static_cast<long long>(c.sweep_interval.count()),
+                      static_cast<long long>(c.metrics_stream_interval.count()),
+                      static_cast<long long>(c.snapshot_interval.count()),
+                      static_cast<long long>(c.snapshot_every_records),
+                      static_cast<long long>(c.max_recv_message_bytes),
+                      static_cast<long long>(c.http_idle_timeout.count()),
+                      static_cast<long long>(c.http_max_connections),
+                      static_cast<long long>(c.journal.kind),
+                      static_cast<long long>(c.journal.nats_replicas),
+                      static_cast<long long>(c.journal.append_timeout.count()),
+                      static_cast<long long>(c.journal.shared_snapshot_interval.count()),
+                      static_cast<long long>(c.journal.max_apply_lag.count()),
+                      static_cast<long long>(c.journal.lfu_credit_interval.count())})
+    s += std::to_string(n) + "|";
+  return s;
+}
+
+// One parser reused across command lines (the fuzz target does this) answers each exactly as
+// a fresh parse does: nothing set, counted or refused by one command line reaches the next.
+TEST(ServerConfig, AReusedParserAnswersEachCommandLineAsAFreshOne) {
+  const std::vector<std::vector<std::string>> lines = {
+      {"--insecure-disable-auth", "--log-format=text", "--log-level=debug", "--journal-fsync",
+       "--default-ttl=1h", "--grpc-bind-address=127.0.0.1:1", "--max-index-entries=5",
+       "--snapshot-every-records=7", "--http-idle-timeout=3s", "--journal=jetstream",
+       "--nats-servers=nats://a:1,nats://b:2", "--replica-id=r1", "--nats-replicas=3",
+       "--max-apply-lag=0"},
+      {"--insecure-disable-auth"},
+      {"--insecure-disable-auth", "--nats-replicas=3"},  // needs --journal=jetstream: refused
+      {"--insecure-disable-auth", "--journal=jetstream", "--nats-servers=nats://c:3"},
+      {"--insecure-disable-auth", "--no-such-flag=1"},
+      {"--insecure-disable-auth", "--default-ttl=abc"},
+      {"--help"},
+      {"--insecure-disable-auth", "--sweep-interval=500ms", "--engine-block-size=-3"},
+      {"--version"},
+      {},
+      {"--insecure-disable-auth"},
+  };
+  command_line_parser reused;
+  for (int round = 0; round < 2; ++round) {
+    for (auto args : lines) {
+      args.insert(args.begin(), "inferencecache-server");
+      std::vector<const char*> argv;
+      for (auto& a : args) argv.push_back(a.c_str());
+      const int argc = static_cast<int>(argv.size());
+      EXPECT_EQ(summary(reused.parse(argc, argv.data())),
+                summary(parse_command_line(argc, argv.data())))
+          << "round " << round << ", " << (args.size() > 1 ? args[1] : "(no flags)");
+    }
+  }
+  // The first and the second line differ in almost every field, so the check can fail.
+  EXPECT_NE(summary(parse({"--insecure-disable-auth"})),
+            summary(parse(std::vector<std::string>(lines[0].begin(), lines[0].end()))));
+}
+
 TEST(ServerConfig, BindAddressesTranslateForGrpcAndCivetweb) {
   EXPECT_EQ(grpc_listen_address(":9090"), "0.0.0.0:9090");
   EXPECT_EQ(grpc_listen_address("127.0.0.1:0"), "127.0.0.1:0");

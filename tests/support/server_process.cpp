@@ -1,6 +1,7 @@
 #include "tests/support/server_process.hpp"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,9 +38,17 @@ std::unique_ptr<server_process> server_process::start(const std::string& binary,
                                                       const std::vector<std::string>& args) {
   int fds[2];
   if (::pipe(fds) != 0) return nullptr;
+  const pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) return nullptr;
   if (pid == 0) {
+    // Die with the test: a test process killed by a sanitizer abort, a ctest timeout or
+    // SIGKILL runs no destructor, and its servers would keep their ports and data dirs. The
+    // signal comes when the thread that forked exits (so start servers from a thread that
+    // outlives them, as every test does from its main thread). If the parent died before
+    // prctl, getppid() already names another process.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
     ::dup2(fds[1], STDERR_FILENO);
     ::dup2(fds[1], STDOUT_FILENO);
     ::close(fds[0]);

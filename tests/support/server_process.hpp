@@ -2,7 +2,10 @@
 //
 // The child logs JSON to stderr; this class collects every line, finds the "startup" event
 // to learn the bound ports (tests pass 127.0.0.1:0 everywhere), and can wait for "ready".
-// The destructor SIGKILLs a child that is still running, so tests never leak servers.
+// The destructor SIGKILLs a child that is still running, so tests never leak servers; and
+// the child gets SIGKILL from the kernel when the test process dies without running it
+// (PR_SET_PDEATHSIG: tied to the thread that called start(), so call it from a thread that
+// outlives the child, e.g. the test's main thread).
 //
 //   auto s = server_process::start(IC_SERVER_BINARY, {"--insecure-disable-auth", ...});
 //   ASSERT_TRUE(s->wait_ready(std::chrono::seconds(20))) << s->logs();

@@ -122,7 +122,9 @@ class Subscriber : public ::testing::Test {
 
   void start_server(const std::string& data = "data", std::vector<std::string> extra = {},
                     std::shared_ptr<grpc::ChannelCredentials> creds = grpc::InsecureChannelCredentials()) {
-    if (grpc_port_ == 0) grpc_port_ = free_port();
+    // The first server binds port 0 and the test learns the port from its startup line (a
+    // port picked by free_port() could be taken before the server binds it); a restart binds
+    // the same port again, where the subscriber reconnects.
     std::vector<std::string> args = {"--grpc-bind-address=127.0.0.1:" + std::to_string(grpc_port_),
                                      "--http-bind-address=127.0.0.1:0", "--snapshot-bind-address=127.0.0.1:0",
                                      "--data-dir=" + dir_ + "/" + data, "--insecure-disable-auth"};
@@ -130,6 +132,8 @@ class Subscriber : public ::testing::Test {
     server_ = test::server_process::start(IC_SERVER_BINARY, args);
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
+    if (grpc_port_ == 0) grpc_port_ = server_->grpc_port();
+    ASSERT_GT(grpc_port_, 0) << server_->logs();
     channel_ = grpc::CreateChannel("127.0.0.1:" + std::to_string(grpc_port_), creds);
     stub_ = v1::InferenceCache::NewStub(channel_);
   }
@@ -160,6 +164,10 @@ class Subscriber : public ::testing::Test {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() + 2s);
     v1::LookupRouteResponse resp;
+    if (!stub_) {  // no server started: fail the check instead of crashing the test process
+      ADD_FAILURE() << "lookup without a started server";
+      return resp;
+    }
     grpc::Status st = stub_->LookupRoute(&ctx, req, &resp);
     EXPECT_TRUE(st.ok()) << st.error_message();
     return resp;
@@ -194,9 +202,9 @@ class Subscriber : public ::testing::Test {
 
 // Scenarios 18, 25, 27, 75: events in → PREFIX_MATCH; evictions lower it; a clear removes it.
 TEST_F(Subscriber, EventsBecomePrefixMatchesForTheGateway) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint());
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint()));
   EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/readyz").status == 200; }));
   EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/healthz").status == 200; }));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
@@ -223,7 +231,7 @@ TEST_F(Subscriber, ServerRestartMidStreamResyncs) {
   eng.publish(encode(batch(now_s(), {stored({E(4), E(5)}, mv(E(3)), tokens(64, 32), 16)})));
   eng.publish(encode(batch(now_s(), {stored({0xF000, 0xF001, 0xF002, 0xF003}, nil(), tokens(1000, 64), 16)})));
   std::this_thread::sleep_for(300ms);  // let the subscriber meet the outage (retries, not a condition)
-  start_server("data-b");              // a fresh, empty server on the same port
+  ASSERT_NO_FATAL_FAILURE(start_server("data-b"));              // a fresh, empty server on the same port
   EXPECT_TRUE(eventually([&] { return matched(0, 96) == 96 && matched(1000, 64) == 64; }, 8s)) << sub_->logs();
   EXPECT_TRUE(metric_is("inferencecache_adapter_resyncs_total{reason=\"outage\"}", "1")) << metrics();
   EXPECT_EQ(sub_->terminate(), 0);
@@ -235,7 +243,7 @@ TEST_F(Subscriber, IdleSubscriberResyncsAServerThatCameBackEmpty) {
   engine eng(options{});
   ASSERT_NO_FATAL_FAILURE(start_with_indexed_prefix(eng, "data-a"));
   EXPECT_EQ(server_->terminate(), 0);
-  start_server("data-b");
+  ASSERT_NO_FATAL_FAILURE(start_server("data-b"));
   EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; }, 12s)) << sub_->logs();
   EXPECT_TRUE(metric_is("inferencecache_adapter_resyncs_total{reason=\"outage\"}", "1")) << metrics();
   EXPECT_EQ(sub_->terminate(), 0);
@@ -249,7 +257,7 @@ TEST_F(Subscriber, ServerRestartWithJournalNeedsNoResync) {
   server_->wait_exit(5s);
   eng.publish(encode(batch(now_s(), {stored({E(4)}, mv(E(3)), tokens(64, 16), 16)})));
   std::this_thread::sleep_for(300ms);
-  start_server("data-a");  // the journal brings the acknowledged state back
+  ASSERT_NO_FATAL_FAILURE(start_server("data-a"));  // the journal brings the acknowledged state back
   EXPECT_TRUE(eventually([&] { return matched(0, 80) == 80; }, 8s)) << sub_->logs();
   EXPECT_TRUE(metric_is("inferencecache_adapter_resyncs_total{reason=\"outage\"}", "0")) << metrics();
   EXPECT_EQ(sub_->terminate(), 0);
@@ -257,9 +265,9 @@ TEST_F(Subscriber, ServerRestartWithJournalNeedsNoResync) {
 
 // A publisher that restarts (sequence back to 0): the old incarnation's keys are cleared.
 TEST_F(Subscriber, PublisherRestartClearsTheOldIncarnation) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint());
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint()));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
   // Lookups need 64 matched tokens (the server's default minimumMatchedTokens): 4 blocks.
   for (std::uint64_t i = 0; i < 4; ++i) {
@@ -278,13 +286,13 @@ TEST_F(Subscriber, PublisherRestartClearsTheOldIncarnation) {
 // Scenario 52: live 0–2 and 10, 3–9 only in the ring; the first replay round loses 5–7 and
 // its END; the subscriber times out, asks again from 5 and ends with the whole chain.
 TEST_F(Subscriber, LossyReplayIsCompletedByReRequests) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   options o;
   o.router_bind = "tcp://127.0.0.1:*";
   o.new_layout = true;  // vLLM >= 0.26 replies: [id, "", topic, seq, payload]
   engine eng(o);
-  start_subscriber(eng.pub_endpoint(), {"--replay-endpoint=" + eng.router_endpoint(), "--replay-timeout=300ms",
-                                        "--startup-replay=false"});
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {"--replay-endpoint=" + eng.router_endpoint(), "--replay-timeout=300ms",
+                                        "--startup-replay=false"}));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
   mv parent = nil();
   for (int q = 0; q <= 10; ++q) {
@@ -308,9 +316,9 @@ TEST_F(Subscriber, LossyReplayIsCompletedByReRequests) {
 
 // Scenario 45: SIGTERM drains the pending adds (window 1h) before exiting 0.
 TEST_F(Subscriber, ShutdownDrainsPendingAdds) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint(), {"--window=1h"});
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {"--window=1h"}));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
   eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
   ASSERT_TRUE(eventually([&] { return metric_is("inferencecache_adapter_events_total{type=\"BlockStored\",medium=\"GPU\"}", "1"); }));
@@ -321,9 +329,9 @@ TEST_F(Subscriber, ShutdownDrainsPendingAdds) {
 
 // Scenario 74: the engine comes up after the subscriber; libzmq reconnects by itself.
 TEST_F(Subscriber, EngineComingUpLateIsPickedUp) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   int port = free_port();
-  start_subscriber("tcp://127.0.0.1:" + std::to_string(port));
+  ASSERT_NO_FATAL_FAILURE(start_subscriber("tcp://127.0.0.1:" + std::to_string(port)));
   std::this_thread::sleep_for(300ms);  // the subscriber is up with nothing to connect to
   options o;
   o.pub_bind = "tcp://127.0.0.1:" + std::to_string(port);
@@ -339,7 +347,7 @@ TEST_F(Subscriber, HungServerDoesNotBlockIngestion) {
   hung_server hung;
   grpc_port_ = hung.port;
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint(), {"--rpc-timeout=200ms"});
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {"--rpc-timeout=200ms"}));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
   for (std::uint64_t i = 0; i < 10000; ++i) {
     eng.publish(encode(batch(now_s(), {stored({0x10000 + i}, nil(), tokens(static_cast<std::uint32_t>(i * 16), 16), 16)})));
@@ -360,14 +368,14 @@ TEST_F(Subscriber, HungServerDoesNotBlockIngestion) {
 
 // Scenario 65 end to end: the engine's /metrics become the replica's stats row on the server.
 TEST_F(Subscriber, EngineStatsReachTheServer) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   metrics_endpoint m(
       "vllm:kv_cache_usage_perc{model_name=\"m\"} 0.42\nvllm:num_requests_running 2\nvllm:num_requests_waiting 0\n"
       "vllm:prefix_cache_hits_total 10\nvllm:prefix_cache_queries_total 20\n");
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint(), {"--stats-interval=100ms", "--engine-cache-size-bytes=1073741824",
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {"--stats-interval=100ms", "--engine-cache-size-bytes=1073741824",
                                         "--max-concurrency-ceiling=8", "--client-version=lmcache==0.5.3",
-                                        "--engine-metrics-url=http://127.0.0.1:" + std::to_string(m.port) + "/metrics"});
+                                        "--engine-metrics-url=http://127.0.0.1:" + std::to_string(m.port) + "/metrics"}));
   v1::GetCacheStateResponse resp;
   EXPECT_TRUE(eventually([&] {
     v1::GetCacheStateRequest req;
@@ -391,7 +399,7 @@ TEST_F(Subscriber, EngineStatsReachTheServer) {
 
 // Scenario 76: two DP ranks on P and P+1; a key is evicted only when neither rank holds it.
 TEST_F(Subscriber, DataParallelRanksShareOneReplica) {
-  start_server();
+  ASSERT_NO_FATAL_FAILURE(start_server());
   int p = 0;
   for (int attempt = 0; attempt < 20 && p == 0; ++attempt) {
     int c = free_port();
@@ -408,7 +416,7 @@ TEST_F(Subscriber, DataParallelRanksShareOneReplica) {
   o0.pub_bind = "tcp://127.0.0.1:" + std::to_string(p);
   o1.pub_bind = "tcp://127.0.0.1:" + std::to_string(p + 1);
   engine rank0(o0), rank1(o1);
-  start_subscriber("tcp://127.0.0.1:" + std::to_string(p), {"--dp-size=2"});
+  ASSERT_NO_FATAL_FAILURE(start_subscriber("tcp://127.0.0.1:" + std::to_string(p), {"--dp-size=2"}));
   ASSERT_TRUE(rank0.wait_for_subscriber(5000));
   ASSERT_TRUE(rank1.wait_for_subscriber(5000));
   std::string store = encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)}, mv(0)));
@@ -431,10 +439,10 @@ TEST_F(Subscriber, ReportsOverTls) {
   ASSERT_TRUE(tls::make_server_cert(dir_, "ca1", "server1"));
   grpc::SslCredentialsOptions ssl;
   ssl.pem_root_certs = tls::read_text(dir_ + "/ca1.crt");
-  start_server("data", {"--tls-cert-file=" + dir_ + "/server1.crt", "--tls-key-file=" + dir_ + "/server1.key"},
-               grpc::SslCredentials(ssl));
+  ASSERT_NO_FATAL_FAILURE(start_server("data", {"--tls-cert-file=" + dir_ + "/server1.crt", "--tls-key-file=" + dir_ + "/server1.key"},
+               grpc::SslCredentials(ssl)));
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint(), {"--server-tls-ca-file=" + dir_ + "/ca1.crt"});
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {"--server-tls-ca-file=" + dir_ + "/ca1.crt"}));
   ASSERT_TRUE(eng.wait_for_subscriber(5000));
   eng.publish(encode(batch(now_s(), {stored({E(0), E(1), E(2), E(3)}, nil(), tokens(0, 64), 16)})));
   EXPECT_TRUE(eventually([&] { return matched(0, 64) == 64; })) << sub_->logs();
@@ -446,7 +454,7 @@ TEST_F(Subscriber, ReportsOverTls) {
 TEST_F(Subscriber, HealthzFollowsTheCoreThreadNotTheServer) {
   grpc_port_ = free_port();  // nothing listens there
   engine eng(options{});
-  start_subscriber(eng.pub_endpoint(), {}, IC_SUBSCRIBER_TESTHOOKS_BINARY);
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {}, IC_SUBSCRIBER_TESTHOOKS_BINARY));
   EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/healthz").status == 200; }));
   EXPECT_EQ(test::http_call(http_port_, "GET", "/readyz").status, 200);
   ::kill(sub_->pid(), SIGUSR2);

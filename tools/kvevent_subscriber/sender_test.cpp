@@ -2,6 +2,7 @@
 // soft reasons, permanent errors, splitting, and the resync decision after an outage.
 #include "tools/kvevent_subscriber/sender.hpp"
 
+#include <atomic>
 #include <deque>
 #include <thread>
 
@@ -32,7 +33,7 @@ struct scripted_client : cache_client {
   std::vector<std::string> calls;  // "add:<ts>:<entries>" / "evict:<fp>" / "clear"
   std::deque<rpc_outcome> script;   // consumed per report/publish; empty = ok
   std::deque<std::optional<server_view>> states;  // consumed per get_state; empty = {1, true}
-  int state_calls = 0;
+  std::atomic<int> state_calls{0};  // read by the test thread while the sender probes
 
   rpc_outcome next() {
     if (script.empty()) return ok();
