@@ -43,7 +43,11 @@ if [ ! -f "$build/build.ninja" ]; then
     "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" \
     -DIC_BUILD_FUZZERS=ON -DIC_BUILD_TESTS=OFF -DIC_BUILD_BENCHMARKS=OFF >/dev/null
 fi
-cmake --build "$build" -j"${FUZZ_BUILD_JOBS:-2}" --target ic_fuzzers >/dev/null
+if ! cmake --build "$build" -j"${FUZZ_BUILD_JOBS:-2}" --target ic_fuzzers >"$build/fuzz-build.log" 2>&1; then
+  echo "fuzz.sh: building the fuzz targets failed ($build/fuzz-build.log):" >&2
+  grep -m5 -E "error|FAILED" "$build/fuzz-build.log" >&2 || tail -5 "$build/fuzz-build.log" >&2
+  exit 1
+fi
 
 targets="${FUZZ_TARGETS:-$(cd "$root/fuzz/corpus" && ls -d fuzz_* | tr '\n' ' ')}"
 work="$(mktemp -d /tmp/ic_fuzz.XXXXXX)"
