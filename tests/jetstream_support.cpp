@@ -7,6 +7,7 @@
 #include <grpcpp/create_channel.h>
 #include <grpcpp/security/credentials.h>
 
+#include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 
 namespace ic::test {
@@ -50,14 +51,7 @@ v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
 v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub,
                                const std::vector<std::string>& blocks,
                                const std::string& tenant) {
-  v1::LookupRouteRequest req;
-  req.set_tenant_id(tenant);
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  for (const auto& b : blocks) {
-    req.add_block_hashes(b);
-    req.add_block_token_counts(64);
-  }
+  v1::LookupRouteRequest req = test::chain_lookup_request(tenant, blocks);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 5s);
   v1::LookupRouteResponse resp;

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
 
@@ -44,14 +45,7 @@ v1::CacheStateUpdate update(const std::string& tenant, const std::string& replic
 
 v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::string& tenant,
                                const std::vector<std::string>& blocks) {
-  v1::LookupRouteRequest req;
-  req.set_tenant_id(tenant);
-  req.set_model_id("llama");
-  req.set_hash_scheme("vllm");
-  for (const auto& b : blocks) {
-    req.add_block_hashes(b);
-    req.add_block_token_counts(64);
-  }
+  v1::LookupRouteRequest req = test::chain_lookup_request(tenant, blocks);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 10s);
   v1::LookupRouteResponse resp;

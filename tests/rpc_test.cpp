@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
+#include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
 
@@ -85,14 +86,7 @@ class Rpc : public ::testing::Test {
 
   v1::LookupRouteResponse lookup(const std::vector<std::string>& blocks,
                                  const std::string& tenant = "team-a") {
-    v1::LookupRouteRequest req;
-    req.set_tenant_id(tenant);
-    req.set_model_id("llama");
-    req.set_hash_scheme("vllm");
-    for (const auto& b : blocks) {
-      req.add_block_hashes(b);
-      req.add_block_token_counts(64);
-    }
+    v1::LookupRouteRequest req = test::chain_lookup_request(tenant, blocks);
     grpc::ClientContext ctx;
     deadline(ctx);
     v1::LookupRouteResponse resp;
