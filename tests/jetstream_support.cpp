@@ -27,16 +27,7 @@ std::vector<std::string> replica_args(const std::string& data_dir, const std::st
 v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
                const std::vector<std::string>& blocks, grpc::Status* rpc,
                const std::string& tenant) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("llama");
-  u.set_tenant_id(tenant);
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
+  v1::CacheStateUpdate u = chain_update_message(tenant, replica, blocks);
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 10s);
   v1::Ack ack;

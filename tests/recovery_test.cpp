@@ -30,17 +30,7 @@ std::vector<std::string> server_args(const std::string& data_dir) {
 
 v1::CacheStateUpdate update(const std::string& tenant, const std::string& replica,
                             const std::vector<std::string>& blocks) {
-  v1::CacheStateUpdate u;
-  u.set_replica_id(replica);
-  u.set_model_id("llama");
-  u.set_tenant_id(tenant);
-  u.set_hash_scheme("vllm");
-  auto* p = u.add_prefixes();
-  for (const auto& b : blocks) {
-    p->add_block_hashes(b);
-    p->add_block_token_counts(64);
-  }
-  return u;
+  return test::chain_update_message(tenant, replica, blocks);
 }
 
 v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::string& tenant,

@@ -58,17 +58,7 @@ class Rpc : public ::testing::Test {
                                      const std::vector<std::string>& blocks,
                                      const std::string& scheme = "vllm",
                                      const std::string& tenant = "team-a") {
-    v1::CacheStateUpdate u;
-    u.set_replica_id(replica);
-    u.set_model_id("llama");
-    u.set_tenant_id(tenant);
-    u.set_hash_scheme(scheme);
-    auto* p = u.add_prefixes();
-    for (const auto& b : blocks) {
-      p->add_block_hashes(b);
-      p->add_block_token_counts(64);
-    }
-    return u;
+    return test::chain_update_message(tenant, replica, blocks, scheme);
   }
 
   v1::Ack report(const std::vector<v1::CacheStateUpdate>& updates, grpc::Status* st_out = nullptr) {

@@ -1,5 +1,5 @@
-// The LookupRoute request the integration tests send most: a chain of block hashes of 64
-// tokens each, model "llama", scheme "vllm". Header-only (the tests that use it link the
+// The LookupRoute request and the CacheStateUpdate the integration tests send most: a chain
+// of block hashes of 64 tokens each, model "llama", scheme "vllm" unless given. Header-only (the tests that use it link the
 // generated protobuf code themselves).
 #pragma once
 
@@ -21,6 +21,22 @@ inline inferencecache::v1alpha1::LookupRouteRequest chain_lookup_request(
     req.add_block_token_counts(64);
   }
   return req;
+}
+
+inline inferencecache::v1alpha1::CacheStateUpdate chain_update_message(
+    const std::string& tenant, const std::string& replica, const std::vector<std::string>& blocks,
+    const std::string& scheme = "vllm") {
+  inferencecache::v1alpha1::CacheStateUpdate u;
+  u.set_replica_id(replica);
+  u.set_model_id("llama");
+  u.set_tenant_id(tenant);
+  u.set_hash_scheme(scheme);
+  auto* p = u.add_prefixes();
+  for (const auto& b : blocks) {
+    p->add_block_hashes(b);
+    p->add_block_token_counts(64);
+  }
+  return u;
 }
 
 }  // namespace ic::test
