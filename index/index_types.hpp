@@ -55,6 +55,11 @@ struct index_options {
   /// order of several indexes with `cap_victim` / `evict_cap`. The cap order is still kept
   /// (when max_entries > 0). Default false.
   bool external_cap = false;
+  /// The key-record slab grows in chunks of 2^key_chunk_bits records (32 bytes each),
+  /// clamped to [4, 20]; fixed for the index's lifetime (`rebind` keeps the slab). The
+  /// default 12 (4096 records, 128 KiB per chunk) suits large tenants; a smaller value costs
+  /// a tenant with few keys less memory (many small tenants, tests, fuzzing). Default 12.
+  unsigned key_chunk_bits = 12;
 };
 
 /// The index-level lookup request (built by the handler, spec/lookup.md §3.1 H8).

@@ -22,11 +22,15 @@ namespace {
 using namespace ic::index::testing;
 
 TEST(Replay, SameInputsGiveSameStateAndAnswers) {
-  for (std::uint64_t seed : {1u, 2u, 3u}) {
+  // The last run gives `b` a key slab of 16-record chunks (key_chunk_bits 4): a layout
+  // option, so it must not change any state or answer (its ~80 keys per tenant span chunks).
+  for (auto [seed, b_bits] : {std::pair{1u, 12u}, {2u, 12u}, {3u, 12u}, {4u, 4u}}) {
     index_options o;
     o.max_entries = 60;
     combined_index a(o);
-    combined_index b(o);
+    index_options ob = o;
+    ob.key_chunk_bits = b_bits;
+    combined_index b(ob);
     generator g(seed);
     std::map<std::string, policy::resolved_policy> policies;
     for (int step = 0; step < 3000; ++step) {
@@ -75,6 +79,44 @@ TEST(Replay, SameInputsGiveSameStateAndAnswers) {
     EXPECT_EQ(a.canonical_dump(), b.canonical_dump());
     EXPECT_GT(a.facts().total_entries, 0);
   }
+}
+
+TEST(Replay, KeyChunkBitsSetsTheSlabChunkAndSnapshotsCrossChunkSizes) {
+  auto key_bytes = [](unsigned bits) {
+    index_options o;
+    o.key_chunk_bits = bits;
+    combined_index idx(o);
+    idx.ingest(update("r1", {legacy("k1", 16)}), t0);
+    return idx.memory_usage().key_records;
+  };
+  EXPECT_EQ(key_bytes(12), 4096 * sizeof(key_record));  // the default: one 128 KiB chunk
+  EXPECT_EQ(key_bytes(6), 64 * sizeof(key_record));
+  EXPECT_EQ(key_bytes(0), 16 * sizeof(key_record));     // clamped up to 4
+  EXPECT_EQ(key_bytes(99), (std::size_t{1} << 20) * sizeof(key_record));  // clamped to 20
+
+  // A snapshot of a small-chunk index loads into a default one (and back) identically.
+  index_options small;
+  small.key_chunk_bits = 4;
+  combined_index a(small);
+  generator g(7);
+  for (int i = 0; i < 400; ++i) a.ingest(g.make_update(false), g.now);
+  ASSERT_GT(a.facts().total_keys, 16);  // more than one chunk
+  auto reload = [](const combined_index& from, combined_index& to) {
+    std::string bytes;
+    ASSERT_TRUE(write_snapshot(from, [&](std::string_view c) {
+      bytes.append(c);
+      return true;
+    }));
+    auto loader = combined_loader(to);
+    std::string error;
+    ASSERT_TRUE(loader.feed(bytes, &error) && loader.finish(&error)) << error;
+  };
+  combined_index b;
+  reload(a, b);
+  EXPECT_EQ(b.canonical_dump(), a.canonical_dump());
+  combined_index c(small);
+  reload(b, c);
+  EXPECT_EQ(c.canonical_dump(), a.canonical_dump());
 }
 
 std::vector<std::string> split(const std::string& s) {

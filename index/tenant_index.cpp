@@ -51,7 +51,10 @@ std::uint8_t normalize_tier(std::int32_t wire) {
 // ---------------------------------------------------------------------------- construction
 
 tenant_index::tenant_index(std::string name, index_options options)
-    : name_(std::move(name)), reserved_(name_ == reserved_tenant), options_(options) {
+    : name_(std::move(name)),
+      reserved_(name_ == reserved_tenant),
+      records_(options.key_chunk_bits),
+      options_(options) {
   if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
   policy_.eviction_ttl = options_.default_ttl;
 }

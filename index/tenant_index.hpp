@@ -133,24 +133,32 @@ inline constexpr std::uint32_t key_free = 0xFFFFFFFFu;
 
 static_assert(sizeof(key_record) == 32, "key_record must stay 32 bytes");
 
-/// A vector in fixed chunks: growth never copies and wastes at most one chunk.
-template <typename T, std::size_t ChunkBits = 12>
+/// A vector in fixed chunks of 2^bits elements (bits chosen at construction, clamped to
+/// [min_bits, max_bits]): growth never copies and wastes at most one chunk.
+template <typename T>
 class chunked_vector {
  public:
-  static constexpr std::size_t chunk_size = std::size_t{1} << ChunkBits;
-  T& operator[](std::size_t i) { return chunks_[i >> ChunkBits][i & (chunk_size - 1)]; }
-  const T& operator[](std::size_t i) const { return chunks_[i >> ChunkBits][i & (chunk_size - 1)]; }
+  static constexpr unsigned min_bits = 4;
+  static constexpr unsigned max_bits = 20;
+  explicit chunked_vector(unsigned bits = 12)
+      : bits_(bits < min_bits ? min_bits : bits > max_bits ? max_bits : bits),
+        mask_((std::size_t{1} << bits_) - 1) {}
+  std::size_t chunk_size() const { return mask_ + 1; }
+  T& operator[](std::size_t i) { return chunks_[i >> bits_][i & mask_]; }
+  const T& operator[](std::size_t i) const { return chunks_[i >> bits_][i & mask_]; }
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return chunks_.size() * chunk_size; }
+  std::size_t capacity() const { return chunks_.size() * chunk_size(); }
   void push_back(const T& v) {
     // Default-initialised (not zeroed): every slot is written before it is read.
-    if (size_ == capacity()) chunks_.push_back(std::unique_ptr<T[]>(new T[chunk_size]));
+    if (size_ == capacity()) chunks_.push_back(std::unique_ptr<T[]>(new T[chunk_size()]));
     (*this)[size_++] = v;
   }
 
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
   std::size_t size_ = 0;
+  unsigned bits_;
+  std::size_t mask_;
 };
 
 /// A global-cap candidate of one tenant index (§4.6 order within the tenant).
