@@ -209,9 +209,9 @@ void jetstream_log::report_live_gap(const status& gap) {
   std::string cover = "shared snapshots are off";
   if (shared_) {
     auto m = shared_->latest();
-    cover = m.ok() ? "the shared snapshot covering " + std::to_string(m->covering_seq) +
-                         " would cover it"
-                   : "no shared snapshot covers it (" + m.status().to_string() + ")";
+    cover = m.ok() ? "the newest shared snapshot covers stream seq " +
+                         std::to_string(m->covering_seq)
+                   : "no shared snapshot (" + m.status().to_string() + ")";
   }
   event(true, gap.to_string() + "; stopped applying and refusing producers; " + cover +
                   "; reloading from it while lookups serve the last applied state");
