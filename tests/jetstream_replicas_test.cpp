@@ -578,10 +578,17 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
   EXPECT_EQ(lookup(*sb, {"g0"}).reason_code(), "PREFIX_MATCH");   // the old state serves
   EXPECT_NE(lookup(*sb, {"after1"}).reason_code(), "PREFIX_MATCH");
   EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_reloads_total"), 0);
-  // A applies one more batch: its next local snapshot is uploaded and covers the gap.
-  ingest("more", 1);
-  ASSERT_TRUE(eventually([&] { return metric(b_->http_port(), "inferencecache_journal_reloads_total") == 1; }, 20s))
-      << b_->logs() << "\n--- A:\n" << a_->logs();
+  // A applies more: a local snapshot of it is uploaded (at most one per
+  // --shared-snapshot-interval, so A ingests until one was) and covers the gap.
+  auto sa = stub(*a_);
+  auto next_ingest = steady::now();
+  ASSERT_TRUE(eventually([&] {
+    if (steady::now() >= next_ingest) {
+      EXPECT_TRUE(report(*sa, "gpu-a", {"more0"}).accepted());
+      next_ingest = steady::now() + 500ms;
+    }
+    return metric(b_->http_port(), "inferencecache_journal_reloads_total") == 1;
+  }, 20s)) << b_->logs() << "\n--- A:\n" << a_->logs();
   expect_all(*b_, "more", 1);
   expect_all(*b_, "after", 10);
   expect_identical();
