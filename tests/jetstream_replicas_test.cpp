@@ -400,6 +400,16 @@ class JetStreamSharedSnapshots : public JetStreamReplicas {
     }, 10s);
     return ok ? covering : 0;
   }
+  /// A writer of its own on the stream, to purge it by hand (nullptr: failure recorded).
+  std::unique_ptr<journal::jetstream::writer> purger() {
+    journal::jetstream::options o;
+    o.servers = {nats_->url(0)};
+    o.replica_id = "purger";
+    o.replicas = 1;
+    auto w = journal::jetstream::writer::open(o);
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    return w.ok() ? std::move(w).value() : nullptr;
+  }
   /// Waits until A purged the stream past sequence `past`.
   bool purged_past(long long past) {
     return eventually([&] { return journal_position(a_->http_port(), "stream_first") > past; }, 10s);
@@ -461,13 +471,9 @@ TEST_F(JetStreamSharedSnapshots, AGapAtRestartReloadsTheSharedSnapshot) {
   ingest("after", 10);
   const std::uint64_t covering = manifest_after_ingest();
   ASSERT_GT(covering, 0u) << a_->logs();
-  journal::jetstream::options o;
-  o.servers = {nats_->url(0)};
-  o.replica_id = "purger";
-  o.replicas = 1;
-  auto w = journal::jetstream::writer::open(o);
-  ASSERT_TRUE(w.ok()) << w.status().to_string();
-  ASSERT_TRUE((*w)->truncate_before(covering + 1).ok());
+  auto w = purger();
+  ASSERT_TRUE(w);
+  ASSERT_TRUE(w->truncate_before(covering + 1).ok());
   b_ = start(dir_b_, "rb", kSharedFlags);
   ASSERT_TRUE(b_);
   EXPECT_NE(b_->logs().find("gap: "), std::string::npos) << b_->logs();
@@ -505,21 +511,25 @@ class JetStreamLiveGap : public JetStreamSharedSnapshots {
     ingest(prefix, n);
     const std::uint64_t covering = manifest_after_ingest();
     ASSERT_GT(covering, 0u) << a_->logs();
-    journal::jetstream::options o;
-    o.servers = {nats_->url(0)};
-    o.replica_id = "purger";
-    o.replicas = 1;
-    auto w = journal::jetstream::writer::open(o);
-    ASSERT_TRUE(w.ok()) << w.status().to_string();
+    auto w = purger();
+    ASSERT_TRUE(w);
     const auto last = static_cast<std::uint64_t>(journal_position(a_->http_port(), "stream_last"));
-    ASSERT_TRUE((*w)->truncate_before(purge_below(covering, last)).ok());
+    ASSERT_TRUE(w->truncate_before(purge_below(covering, last)).ok());
     if (purge_below(covering, last) > last) {
       // Purged empty: a gap shows only at the next delivery. A record of no known kind
       // is delivered but applies nothing, so A takes no new snapshot for it.
       const journal::record_in junk{9999, "not a record"};
-      ASSERT_TRUE((*w)->append({junk}).ok());
+      ASSERT_TRUE(w->append({junk}).ok());
     }
     ASSERT_EQ(::kill(b_->pid(), SIGCONT), 0);
+  }
+  /// A (lease holder) and B running, `n` blocks of `prefix` applied on both.
+  void start_pair_with(const std::string& prefix, int n) {
+    start_holder();
+    b_ = start(dir_b_, "rb", kSharedFlags);
+    ASSERT_TRUE(b_);
+    ingest(prefix, n);
+    expect_all(*b_, prefix, n);
   }
   void TearDown() override {
     if (b_) ::kill(b_->pid(), SIGCONT);  // never leave a stopped process behind
@@ -528,11 +538,8 @@ class JetStreamLiveGap : public JetStreamSharedSnapshots {
 };
 
 TEST_F(JetStreamLiveGap, AGapWhileRunningReloadsTheSharedSnapshotAndConverges) {
-  start_holder();
-  b_ = start(dir_b_, "rb", kSharedFlags);
-  ASSERT_TRUE(b_);
-  ingest("g", 5);
-  expect_all(*b_, "g", 5);
+  start_pair_with("g", 5);
+  ASSERT_FALSE(HasFatalFailure());
   auto eb = std::make_unique<test::event_recorder>(*b_);
   gap_while_running("after", 10, [](std::uint64_t covering, std::uint64_t) { return covering + 1; });
   ASSERT_TRUE(eventually([&] { return metric(b_->http_port(), "inferencecache_journal_reloads_total") == 1; }, 15s))
@@ -561,11 +568,8 @@ TEST_F(JetStreamLiveGap, AGapWhileRunningReloadsTheSharedSnapshotAndConverges) {
 // (JOURNAL_UNAVAILABLE), serves lookups from what it applied, reports halted, and retries;
 // once A (the lease holder) uploads a newer shared snapshot that covers the gap, B reloads.
 TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCoversIt) {
-  start_holder();
-  b_ = start(dir_b_, "rb", kSharedFlags);
-  ASSERT_TRUE(b_);
-  ingest("g", 5);
-  expect_all(*b_, "g", 5);
+  start_pair_with("g", 5);
+  ASSERT_FALSE(HasFatalFailure());
   // Purge everything: the manifest (covering last − 1) no longer covers what follows.
   gap_while_running("after", 10, [](std::uint64_t, std::uint64_t last) { return last + 1; });
   ASSERT_TRUE(eventually([&] { return metric(b_->http_port(), "inferencecache_journal_halted") == 1; }, 15s))
