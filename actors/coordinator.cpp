@@ -8,10 +8,12 @@
 #include <algorithm>
 #include <deque>
 #include <optional>
+#include <unordered_map>
 
 #include <caf/all.hpp>
 
 #include "actors/fail_fast.hpp"
+#include "journal/record_log.hpp"
 #include "state/coordination.hpp"
 
 namespace ic::actors {
@@ -29,6 +31,8 @@ void log_snapshot(const snapshot_report& r) {
 struct queued {
   tenant_record record;
   probe_call_ptr probe;
+  /// A new state to swap in (a reload after a stream gap).
+  reload_job_ptr reload;
 };
 
 /// A quiescent-point job: a snapshot (with its waiters) or a frozen read.
@@ -61,6 +65,7 @@ void mark_applied(coordinator_state& s, const tenant_record& r) {
 state::dispatch_item describe(const queued& q) {
   using kind = state::dispatch_item::kind;
   if (q.probe) return {kind::probe, 0};
+  if (q.reload) return {kind::reload, 0};
   const auto& payload = q.record.rec.payload;
   if (const auto* u = std::get_if<index::cache_state_update>(&payload))
     return {kind::update, u->tenant_id == index::reserved_tenant ? 0 : state::max_growth(*u)};
@@ -322,6 +327,47 @@ void dispatch_front(coordinator_pointer self, const state::dispatch_item& item, 
   s.queue.pop_front();
 }
 
+/// Nothing is in flight and every record queued before the reload was applied: swaps the
+/// new state in for every tenant at once (the directory in one step, then the totals, the
+/// policy set and the stores), retires the old tenant actors once they answered what was
+/// queued to them, and ends StreamCacheEvents subscriptions (they would not see the jump).
+void swap_state(coordinator_pointer self) {
+  auto& s = self->state;
+  runtime_shared& sh = *s.sh;
+  reload_job_ptr job = std::move(s.queue.front().reload);
+  s.queue.pop_front();
+  state::tenant_set& set = *job->set;
+  std::unordered_map<std::string, std::shared_ptr<tenant_entry>> entries;
+  decltype(s.tenants) tenants;
+  for (auto& [name, t] : set.release()) {
+    std::shared_ptr<state::tenant_state> st(std::move(t));
+    auto entry = spawn_tenant_entry(self->system(), st, &sh);
+    tenants.emplace(name, std::make_pair(entry->actor, std::move(st)));
+    entries.emplace(name, std::move(entry));
+  }
+  auto old = sh.directory.replace(std::move(entries));
+  sh.retired_facts.push_back(sh.facts);
+  sh.facts = set.facts();
+  sh.publish_absent(std::make_shared<state::absent_tenant>(sh.options, sh.facts.get()));
+  sh.policies.publish(set.policies());
+  state::adopt_stores(*sh.stores, *set.stores());
+  for (auto& [_, e] : old) self->send(e->actor, retire_atom::value);
+  const std::size_t before = s.tenants.size();
+  s.tenants = std::move(tenants);
+  s.policies = set.policies();
+  s.last_applied_seq = job->position;
+  s.effective_time = set.effective_time();
+  s.clock = state::effective_clock(s.effective_time);
+  sh.bus.end_all("the index was reloaded from a shared snapshot after a journal gap (stream "
+                 "position " + std::to_string(journal::stream_seq_of(job->position)) +
+                 "): resubscribe and re-read GetCacheState");
+  spdlog::warn("reload swapped in: {} tenants replace {}; applied through stream seq {}",
+               s.tenants.size(), before, journal::stream_seq_of(job->position));
+  if (job->done) job->done();
+  s.machine.finished();
+  pump(self);
+}
+
 /// Hands the front policy record to the policy actor, which applies and broadcasts it.
 void apply_policy(coordinator_pointer self) {
   auto& s = self->state;
@@ -365,6 +411,9 @@ void pump(coordinator_pointer self) {
         return;
       case state::dispatch_action::apply_policy:
         apply_policy(self);
+        return;
+      case state::dispatch_action::swap_state:
+        swap_state(self);
         return;
     }
   }
@@ -435,6 +484,12 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
         maybe_snapshot(self);
         pump(self);
         self->delayed_send(self, tick, snaptick_atom::value);
+      },
+      [=](reload_atom, reload_job_ptr& job) {
+        queued q;
+        q.reload = std::move(job);
+        self->state.queue.push_back(std::move(q));
+        pump(self);
       },
       [=](read_atom, read_job& job) {
         quiet_job q;

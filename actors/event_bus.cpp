@@ -17,6 +17,17 @@ void event_bus::prune(runtime_probe* probe) {
   prune_locked(probe);
 }
 
+void event_bus::end_all(const std::string& why) {
+  std::vector<subscriber_ptr> ended;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    ended.swap(subs_);
+    active_.store(false, std::memory_order_release);
+  }
+  for (auto& sub : ended)
+    if (sub) sub->end(why);
+}
+
 void event_bus::publish(const index::change_log& changes, runtime_probe* probe) {
   if (changes.empty()) return;
   std::lock_guard<std::mutex> g(mu_);

@@ -20,6 +20,8 @@ class event_bus {
   bool active() const { return active_.load(std::memory_order_acquire); }
   /// Drops ended subscribers, also those whose filter never matches again.
   void prune(runtime_probe* probe);
+  /// Ends every subscriber with `why` (event_subscriber::end) and drops them.
+  void end_all(const std::string& why);
   /// Offers every change to every subscriber whose filter it matches.
   void publish(const index::change_log& changes, runtime_probe* probe);
 

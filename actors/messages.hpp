@@ -77,6 +77,11 @@ class event_subscriber {
   /// True when it ended because it fell behind its buffer (counted in the metrics).
   virtual bool overflowed() const { return false; }
 
+  /// Ends the subscription because the index was replaced as a whole (a reload from a
+  /// shared snapshot after a stream gap): the changes in between were never applied here
+  /// one by one, so the stream ends with `why` instead of going on silently.
+  virtual void end(const std::string& /*why*/) {}
+
   const event_filter& filter() const { return filter_; }
 
  private:

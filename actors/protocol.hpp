@@ -74,6 +74,8 @@ using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 using pd_route_atom = caf::atom_constant<caf::atom("pdroute")>;
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
+using reload_atom = caf::atom_constant<caf::atom("reload")>;
+using retire_atom = caf::atom_constant<caf::atom("retire")>;
 
 /// One input to journal (journal actor <- runtime::append).
 struct append_msg {
@@ -196,6 +198,17 @@ struct read_job {
   frozen_view view;
 };
 
+/// A whole new state built off to the side after a stream gap (stream follower ->
+/// coordinator): swapped in for every tenant at once, in journal order (after every record
+/// queued before it), then `done()` runs on the coordinator's thread.
+struct reload_job {
+  std::shared_ptr<state::tenant_set> set;
+  /// The position the new state includes (what the log handed over last).
+  std::uint64_t position = 0;
+  std::function<void()> done;
+};
+using reload_job_ptr = std::shared_ptr<reload_job>;
+
 /// A snapshot to write: every tenant as of `covering_seq`.
 struct snapshot_job {
   std::uint64_t covering_seq = 0;
@@ -220,6 +233,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::pd_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::probe_call_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::read_job)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_job)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::reload_job_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::actors::snapshot_report)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ic::state::policy_ptr)
 
@@ -238,6 +252,8 @@ namespace ic::actors {
 ///   caphead()            -> cap_head_reply            (coordinator, while nothing is in flight)
 ///   capevict(order)      -> cap_evicted
 ///   hold() -> bool / release()   LFU credits wait while a frozen read runs
+///   retire()             <- coordinator, after a reload swapped in a new state: quit once
+///                           everything queued before it was answered
 using tenant_actor = caf::typed_actor<
     caf::reacts_to<apply_atom, tenant_record>, caf::reacts_to<sweep_atom, sweep_order>,
     caf::reacts_to<sweep_more_atom>, caf::reacts_to<policy_atom, state::policy_ptr>,
@@ -246,7 +262,7 @@ using tenant_actor = caf::typed_actor<
     caf::replies_to<caphead_atom>::with<cap_head_reply>,
     caf::replies_to<capevict_atom, cap_order>::with<cap_evicted>,
     caf::replies_to<hold_atom>::with<bool>, caf::reacts_to<release_atom>,
-    caf::reacts_to<credit_atom>>;
+    caf::reacts_to<credit_atom>, caf::reacts_to<retire_atom>>;
 
 /// A policy change for the policy actor: the journaled JSON and the tenants to tell.
 struct policy_change {
@@ -286,12 +302,14 @@ using policy_actor =
 ///   snaptick()        <- itself, every min(--snapshot-interval, 1 s): a snapshot due by
 ///                        time is taken when no record arrives
 ///   read(job)         <- HTTP thread: run `job` when every tenant is quiescent
+///   reload(job)       <- stream follower: swap in a new state (after a gap), in order
 using coordinator_actor =
     caf::typed_actor<caf::reacts_to<apply_atom, committed_batch>, caf::reacts_to<drained_atom>,
                      caf::reacts_to<exclusive_done_atom, exclusive_done>,
                      caf::reacts_to<probe_atom, probe_call_ptr>,
                      caf::replies_to<snapnow_atom>::with<snapshot_report>,
-                     caf::reacts_to<snaptick_atom>, caf::reacts_to<read_atom, read_job>>;
+                     caf::reacts_to<snaptick_atom>, caf::reacts_to<read_atom, read_job>,
+                     caf::reacts_to<reload_atom, reload_job_ptr>>;
 
 /// The journal actor: the single writer.
 ///   append(msg)  queues an input; a self-sent flush writes everything queued as one group

@@ -20,6 +20,7 @@
 #include "actors/protocol.hpp"
 #include "journal/record_log.hpp"
 #include "state/credit_batch.hpp"
+#include "state/options.hpp"
 
 namespace ic::actors {
 
@@ -35,6 +36,8 @@ class pending_batches {
   void add(std::string id, std::vector<item> items);
   /// Removes and returns the sinks of `id`; nullopt when unknown or already taken.
   std::optional<std::vector<item>> take(std::string_view id);
+  /// Removes and returns every registered sink.
+  std::vector<item> take_all();
   std::size_t size() const;
 
  private:
@@ -53,16 +56,26 @@ struct replication_link {
   /// LFU credits of this replica's lookups, published every `credit_interval` (spec §3.4).
   state::credit_batch credits;
   std::chrono::nanoseconds credit_interval = std::chrono::seconds(1);
-  /// Set when the stream follower stopped on an error (a gap: purged past this replica):
-  /// nothing is applied any more, so appends are refused (JOURNAL_UNAVAILABLE).
+  /// Set while the stream follower does not apply (a gap: purged past this replica; it
+  /// reloads from the shared snapshot meanwhile): appends are refused (JOURNAL_UNAVAILABLE).
   std::atomic<bool> halted{false};
+  /// Live reloads after a gap that swapped a new state in.
+  std::atomic<std::uint64_t> reloads{0};
 };
 
-/// The follower thread: `log->follow()` → committed batches for `coordinator`.
+/// The follower thread: `log->follow()` → committed batches for `coordinator`. On a gap
+/// (spec/scaleout.md §3.8) it stops applying (`halted`: producers refused), answers the
+/// sinks still pending JOURNAL_UNAVAILABLE (outcome unknown), builds the new state off to
+/// the side with `state::rebuild_state` (the newest shared snapshot covering the gap plus the
+/// stream after it, as at start-up), has the coordinator swap it in at once (lookups serve
+/// the old state until then), and follows on. When no shared snapshot covers the gap it
+/// logs once and retries every `reload_retry` (a newer shared snapshot may come); producers
+/// stay refused and lookups keep serving until then.
 class stream_follower {
  public:
   stream_follower(journal::record_log* log, replication_link* link,
-                  coordinator_actor coordinator);
+                  coordinator_actor coordinator, state::state_options sopts,
+                  std::chrono::milliseconds reload_retry = std::chrono::seconds(5));
   /// Stops the thread (returns after it exited).
   ~stream_follower();
   stream_follower(const stream_follower&) = delete;
@@ -71,10 +84,16 @@ class stream_follower {
 
  private:
   void run();
+  /// After a gap: rebuilds and swaps in a new state; false when stopped first.
+  bool reload();
+  /// Answers every pending sink JOURNAL_UNAVAILABLE (their batches may still be applied).
+  void fail_pending();
 
   journal::record_log* log_;
   replication_link* link_;
   coordinator_actor coordinator_;
+  state::state_options sopts_;
+  std::chrono::milliseconds reload_retry_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

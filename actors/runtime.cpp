@@ -74,8 +74,6 @@ struct runtime::impl {
   std::unique_ptr<replication_link> repl;
   std::unique_ptr<stream_follower> follower;
   runtime_shared shared;
-  /// Answers lookups of tenants that hold nothing (no actor yet).
-  std::unique_ptr<state::absent_tenant> absent;
   deadline_timer timer;
   coordinator_actor coordinator;
   policy_actor policy;
@@ -131,7 +129,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   sh.options = sopts;
   sh.policies.publish(set->policies());
   sh.stores = set->stores();
-  p->absent = std::make_unique<state::absent_tenant>(sopts, sh.facts.get());
+  sh.publish_absent(std::make_shared<state::absent_tenant>(sopts, sh.facts.get()));
   p->writer = spawn_snapshot_writer(p->system, p->log.get(),
                                     std::max<std::size_t>(1, options.snapshots_kept));
   p->policy = spawn_policy_actor(p->system, &sh);
@@ -166,8 +164,8 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   p->coordinator = spawn_coordinator(p->system, std::move(ccfg));
   sh.coordinator = p->coordinator;
   if (p->repl) {
-    p->follower =
-        std::make_unique<stream_follower>(p->log.get(), p->repl.get(), p->coordinator);
+    p->follower = std::make_unique<stream_follower>(p->log.get(), p->repl.get(),
+                                                    p->coordinator, sopts);
   }
   p->journal = spawn_journal_actor(p->system, p->log.get(), p->repl.get(), p->coordinator,
                                    probe, options.sweep_interval, clock, sh.timer_clock);
@@ -195,7 +193,7 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
   if (!entry) {
     // No actor: the tenant holds nothing. The answer depends only on the shared totals
     // (cold-start carve-out) and the policy, so it is given here.
-    auto out = impl_->absent->decide(request, sh.clock(), *sh.policies.get());
+    auto out = sh.absent()->decide(request, sh.clock(), *sh.policies.get());
     done(std::move(out.response));
     return;
   }
@@ -232,7 +230,7 @@ void runtime::pd_route(topology::pd_route_request request, steady::time_point de
     // No actor: the tenant holds no stats rows and no entries; the answer reads only the
     // topology, the policy and the shared totals, so it is given here.
     const wall_clock clock(sh.clock);
-    done(impl_->absent->decide_pd(request, *sh.stores->topologies.current(), *sh.policies.get(),
+    done(sh.absent()->decide_pd(request, *sh.stores->topologies.current(), *sh.policies.get(),
                                   clock, clock.at(deadline)));
     return;
   }
@@ -391,7 +389,14 @@ std::optional<snapshot_report> runtime::snapshot_now_blocking(std::chrono::milli
   return out;
 }
 
-journal::log_stats runtime::journal_stats() const { return impl_->log->stats(); }
+journal::log_stats runtime::journal_stats() const {
+  journal::log_stats st = impl_->log->stats();
+  if (impl_->repl) {
+    st.halted = impl_->repl->halted.load();
+    st.reloads = impl_->repl->reloads.load();
+  }
+  return st;
+}
 
 bool runtime::journal_holds_policy() const {
   return impl_->log->replicated() && impl_->log->scope_position(journal::policy_scope) != 0;

@@ -100,7 +100,7 @@ struct tenant_entry {
 };
 
 /// Tenant name -> tenant entry, for the gateway (written by `spawn_tenant_actor`; entries
-/// live as long as the runtime).
+/// live as long as the runtime, or until a reload replaces the whole map at once).
 class tenant_directory {
  public:
   std::shared_ptr<tenant_entry> find(const std::string& tenant) const {
@@ -112,6 +112,14 @@ class tenant_directory {
   void add(const std::string& tenant, std::shared_ptr<tenant_entry> e) {
     std::unique_lock<std::shared_mutex> g(mu_);
     map_.emplace(tenant, std::move(e));
+  }
+  /// Replaces every entry at once (a reload after a stream gap): a lookup finds either the
+  /// old tenants or the new ones, never a mix. Returns the old entries.
+  std::unordered_map<std::string, std::shared_ptr<tenant_entry>> replace(
+      std::unordered_map<std::string, std::shared_ptr<tenant_entry>> next) {
+    std::unique_lock<std::shared_mutex> g(mu_);
+    map_.swap(next);
+    return next;
   }
   std::vector<tenant_actor> all() const {
     std::shared_lock<std::shared_mutex> g(mu_);
@@ -135,7 +143,18 @@ struct runtime_shared {
   /// Set by the coordinator while it waits for `inflight` to reach 0.
   std::atomic<bool> wants_drain{false};
   coordinator_actor coordinator;
+  /// The cross-tenant totals of the tenants in force. Read and replaced (by a reload) on
+  /// the coordinator's thread only; each tenant's index points at its own generation's.
   std::shared_ptr<index::shared_facts> facts;
+  /// Totals of generations a reload replaced: tenants of the old generation may still be
+  /// read by a gateway thread that found them just before the swap.
+  std::vector<std::shared_ptr<index::shared_facts>> retired_facts;
+  /// Answers lookups of tenants that hold nothing (no actor), over `facts`; replaced with it.
+  std::shared_ptr<const state::absent_tenant> absent_store;
+  std::shared_ptr<const state::absent_tenant> absent() const { return std::atomic_load(&absent_store); }
+  void publish_absent(std::shared_ptr<const state::absent_tenant> a) {
+    std::atomic_store(&absent_store, std::move(a));
+  }
   event_bus bus;
   policy_cell policies;
   /// The /topology and /templates stores: the coordinator applies their records, tenant

@@ -35,6 +35,12 @@ policy_actor spawn_policy_actor(caf::actor_system& sys, runtime_shared* sh);
 tenant_actor spawn_tenant_actor(caf::actor_system& sys, const std::string& name,
                                 std::shared_ptr<state::tenant_state> st, runtime_shared* sh);
 
+/// Spawns the actor that owns `st` from now on, without entering it in the directory (a
+/// reload enters a whole new generation at once: tenant_directory::replace).
+std::shared_ptr<tenant_entry> spawn_tenant_entry(caf::actor_system& sys,
+                                                std::shared_ptr<state::tenant_state> st,
+                                                runtime_shared* sh);
+
 /// Applies the LFU credits fast-path lookups left in `e` (after one found `add_credit`
 /// true): right here when the gate is free and no frozen read holds the tenant, else by one
 /// `credit` message to the tenant actor. Called by gateway threads, outside the gate.

@@ -150,10 +150,11 @@ class writing {
   tenant_actor_state& s_;
 };
 
-tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, tenant_entry* entry,
+tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self,
+                                              std::shared_ptr<tenant_entry> entry,
                                               runtime_shared* sh) {
   fail_fast_on_exceptions(self, "tenant");
-  self->state.entry = entry;
+  self->state.entry = entry.get();
   self->state.st = entry->st.get();
   self->state.sh = sh;
   return {
@@ -245,6 +246,9 @@ tenant_actor::behavior_type tenant_actor_impl(tenant_pointer self, tenant_entry*
       [=](credit_atom) {
         const writing w(self->state);  // applies the fast-path credits, nothing else
       },
+      // The behavior keeps the entry alive while the actor lives (a reload drops it from
+      // the directory); quitting releases it.
+      [self, keep = entry](retire_atom) { self->quit(); },
       [=](release_atom) {
         const writing w(self->state);
         auto& s = self->state;
@@ -269,10 +273,17 @@ void settle_credits(caf::actor_system& sys, tenant_entry& e) {
   ask_from_gateway(sys, e.actor, credit_atom::value);
 }
 
+std::shared_ptr<tenant_entry> spawn_tenant_entry(caf::actor_system& sys,
+                                                std::shared_ptr<state::tenant_state> st,
+                                                runtime_shared* sh) {
+  auto entry = std::make_shared<tenant_entry>(std::move(st));
+  entry->actor = sys.spawn(tenant_actor_impl, entry, sh);
+  return entry;
+}
+
 tenant_actor spawn_tenant_actor(caf::actor_system& sys, const std::string& name,
                                 std::shared_ptr<state::tenant_state> st, runtime_shared* sh) {
-  auto entry = std::make_shared<tenant_entry>(std::move(st));
-  entry->actor = sys.spawn(tenant_actor_impl, entry.get(), sh);
+  auto entry = spawn_tenant_entry(sys, std::move(st), sh);
   sh->directory.add(name, entry);  // entries live as long as the runtime (and `sh`)
   return entry->actor;
 }

@@ -114,6 +114,10 @@ class events_subscriber final : public actors::event_subscriber {
   }
   bool alive() const override { return !channel_->ended(); }
   bool overflowed() const override { return channel_->overflowed(); }
+  /// A reload replaced the index: ABORTED (resubscribe, then re-read GetCacheState).
+  void end(const std::string& why) override {
+    channel_->close(grpc::Status(grpc::StatusCode::ABORTED, why));
+  }
 
  private:
   std::shared_ptr<stream_channel<v1::CacheEvent>> channel_;

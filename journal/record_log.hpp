@@ -98,6 +98,11 @@ struct log_stats {
   std::uint64_t consumer_resets = 0;
   /// Times follow()/read_after() stopped at a gap (purged past this replica).
   std::uint64_t gaps = 0;
+  /// Filled by the runtime (actors/replication.hpp), not the log: true while this replica
+  /// stopped applying after a gap (reloading, or no shared snapshot covers it yet), and the
+  /// live reloads after a gap that completed.
+  bool halted = false;
+  std::uint64_t reloads = 0;
   /// Batches that were not valid envelopes (skipped identically on every replica).
   std::uint64_t skipped_batches = 0;
   /// The log's first position still held (jetstream: the stream's first sequence, as of

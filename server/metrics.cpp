@@ -216,6 +216,11 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
                                       "Appends given up after --journal-append-timeout");
   journal_gaps_ = counter("inferencecache_journal_gaps_total",
                           "Stream gaps (purged past this replica): it stopped applying");
+  journal_halted_ = gauge("inferencecache_journal_halted",
+                          "1 while this replica does not apply after a gap (reloading from the "
+                          "shared snapshot, or none covers it yet): producers are refused");
+  journal_reloads_ = counter("inferencecache_journal_reloads_total",
+                             "Live reloads from the shared snapshot after a gap that completed");
   journal_consumer_resets_ = counter("inferencecache_journal_consumer_resets_total",
                                      "Ordered consumer resets handled by the NATS client");
   // Pre-create the drop reasons so dashboards see zeros.
@@ -392,6 +397,7 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
                                ? double(now_ns - s.shared_snapshot_seen_ns) / 1e9
                                : 0.0);
   journal_lease_holder_->Set(s.lease_holder ? 1 : 0);
+  journal_halted_->Set(s.halted ? 1 : 0);
   journal_apply_lag_->Set(journal::apply_lag_seconds(s, now_ns));
   journal_nats_connected_->Set(s.connected ? 1 : 0);
   std::lock_guard<std::mutex> lk(journal_mu_);
@@ -401,6 +407,7 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
   grow(journal_publish_retries_, s.publish_retries, journal_last_.publish_retries);
   grow(journal_unknown_outcomes_, s.unknown_outcomes, journal_last_.unknown_outcomes);
   grow(journal_gaps_, s.gaps, journal_last_.gaps);
+  grow(journal_reloads_, s.reloads, journal_last_.reloads);
   grow(journal_consumer_resets_, s.consumer_resets, journal_last_.consumer_resets);
   journal_last_ = s;
 }

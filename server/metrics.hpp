@@ -117,6 +117,8 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* journal_publish_retries_;
   prometheus::Counter* journal_unknown_outcomes_;
   prometheus::Counter* journal_gaps_;
+  prometheus::Counter* journal_reloads_;
+  prometheus::Gauge* journal_halted_;
   prometheus::Counter* journal_consumer_resets_;
   prometheus::Gauge* journal_shared_bytes_;
   prometheus::Gauge* journal_shared_seconds_;

@@ -25,6 +25,10 @@ dispatch_action dispatch_machine::next(const std::optional<dispatch_item>& front
       // tenant installs it from its mailbox before any lookup sent after the push's answer.
       if (!drained()) return enter(dispatch_phase::draining, dispatch_action::wait_drained);
       return enter(dispatch_phase::policy, dispatch_action::apply_policy);
+    case dispatch_item::kind::reload:
+      // Every record queued before it was applied to the old state; nothing is in flight.
+      if (!drained()) return enter(dispatch_phase::draining, dispatch_action::wait_drained);
+      return enter(dispatch_phase::quiet, dispatch_action::swap_state);
     case dispatch_item::kind::event:
     case dispatch_item::kind::sweep:
     case dispatch_item::kind::probe:

@@ -60,6 +60,7 @@ struct dispatch_item {
     policy,  ///< a policy record (applied by the policy actor, alone)
     sweep,   ///< a journaled TTL sweep (sent to every tenant)
     probe,   ///< a /probe call under the reserved tenant
+    reload,  ///< a whole new state (a reload after a stream gap), swapped in alone
   };
   kind what = kind::update;
   /// For an update: the most entries it can add (`max_growth`; 0 for the reserved tenant).
@@ -74,6 +75,7 @@ enum class dispatch_action {
   dispatch,        ///< send the front item concurrently (reserve its growth) and go on
   dispatch_alone,  ///< phase is now `exclusive`: send the front update alone, then cap merge
   apply_policy,    ///< phase is now `policy`: hand the front policy record to the policy actor
+  swap_state,      ///< phase is now `quiet`: nothing in flight; swap every tenant's state at once
 };
 
 /// The coordinator's phase machine. Dispatch runs in journal order while `running`; an

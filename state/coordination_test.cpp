@@ -83,6 +83,21 @@ TEST(DispatchMachine, PolicyRecordsAlwaysWaitForADrainThenEnterThePolicyPhase) {
   EXPECT_EQ(m.next(dispatch_item{kind::policy}, false, d.fn(), 0, 0), action::wait_drained);
 }
 
+TEST(DispatchMachine, AReloadWaitsForADrainThenSwapsAloneAtAQuiescentPoint) {
+  dispatch_machine m(0);
+  drain_probe d{false};
+  EXPECT_EQ(m.next(dispatch_item{kind::reload}, false, d.fn(), 0, 0), action::wait_drained);
+  EXPECT_EQ(m.phase(), dispatch_phase::draining);
+  EXPECT_TRUE(m.drained());
+  d.value = true;
+  EXPECT_EQ(m.next(dispatch_item{kind::reload}, false, d.fn(), 0, 0), action::swap_state);
+  EXPECT_EQ(m.phase(), dispatch_phase::quiet);
+  // Nothing else is dispatched until the swap finished.
+  EXPECT_EQ(m.next(dispatch_item{kind::event}, false, d.fn(), 0, 0), action::idle);
+  m.finished();
+  EXPECT_EQ(m.next(dispatch_item{kind::event}, false, d.fn(), 0, 0), action::dispatch);
+}
+
 TEST(DispatchMachine, AQueuedJobGoesBeforeTheQueueAndRunsAtAQuiescentPoint) {
   dispatch_machine m(1000);
   drain_probe d{false};

@@ -42,4 +42,9 @@ std::vector<std::pair<proto::record_kind, std::string>> store_sections(const pus
   return out;
 }
 
+void adopt_stores(pushed_stores& live, const pushed_stores& from) {
+  live.topologies.apply(from.topologies.current()->set());
+  live.templates.apply(from.templates.current()->set());
+}
+
 }  // namespace ic::state

@@ -40,6 +40,10 @@ bool is_store_record(const proto::decoded_record& record);
 bool apply_store_record(pushed_stores& stores, const proto::decoded_record& record,
                         std::string* error);
 
+/// Replaces both sets of `live` with those of `from` (replace-on-write; a reload after a
+/// stream gap installs the stores of the state it loaded).
+void adopt_stores(pushed_stores& live, const pushed_stores& from);
+
 /// Returns the canonical payload of each store that holds a non-empty set, as the record it
 /// would be journaled as (the snapshot's store sections, state/snapshot_io.hpp).
 std::vector<std::pair<proto::record_kind, std::string>> store_sections(const pushed_stores& stores);

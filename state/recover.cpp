@@ -27,16 +27,15 @@ std::optional<recovered> recover(const recovery_options& options, index::micros 
   return recover(std::move(opened).value(), options.state, now, error);
 }
 
-std::optional<recovered> recover(std::unique_ptr<journal::record_log> log,
-                                 const state_options& sopts, index::micros now,
-                                 std::string* error) {
-  auto fail = [&](const std::string& why) -> std::optional<recovered> {
+std::unique_ptr<tenant_set> rebuild_state(journal::record_log& log_ref,
+                                          const state_options& sopts, recovery_info& rec_info,
+                                          std::string* error) {
+  journal::record_log* log = &log_ref;
+  auto fail = [&](const std::string& why) -> std::unique_ptr<tenant_set> {
     if (error) *error = why;
-    return std::nullopt;
+    return nullptr;
   };
-  const auto t0 = steady::now();
   const std::string where = log->describe();
-  recovery_info rec_info;
 
   // Recovery, step 1: the newest usable snapshot (corrupt ones fall back to older ones).
   std::unique_ptr<tenant_set> set;
@@ -95,6 +94,21 @@ std::optional<recovered> recover(std::unique_ptr<journal::record_log> log,
   });
   if (!st.ok()) return fail(st.to_string());
   if (!replay_error.empty()) return fail(replay_error);
+  return set;
+}
+
+std::optional<recovered> recover(std::unique_ptr<journal::record_log> log,
+                                 const state_options& sopts, index::micros now,
+                                 std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<recovered> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  const auto t0 = steady::now();
+  const std::string where = log->describe();
+  recovery_info rec_info;
+  std::unique_ptr<tenant_set> set = rebuild_state(*log, sopts, rec_info, error);
+  if (!set) return std::nullopt;
 
   // One journaled TTL sweep at the current time, so nothing expired comes back. A
   // replicated log gets it from the journal actor (applied when it comes back).

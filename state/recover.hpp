@@ -58,6 +58,16 @@ struct recovered {
   recovery_info info;
 };
 
+/// Steps 1–2 of recovery, the one rule that builds a state from a log: loads the newest
+/// usable snapshot (`read_newest_snapshot`: in JetStream mode the local one, or the shared
+/// one when the stream was purged past it) and replays every record after it up to the
+/// log's end as of the call, serially. Fills `info` (snapshot_seq, skipped snapshots,
+/// records_replayed). Recovery calls it at start; the stream follower calls it again after a
+/// gap while running, building the new state off to the side (actors/replication.hpp).
+/// Returns nullptr with `error` set as recover() does.
+std::unique_ptr<tenant_set> rebuild_state(journal::record_log& log, const state_options& sopts,
+                                          recovery_info& info, std::string* error);
+
 /// Recovers the state of `options.journal_dir` and appends (and applies) one TTL sweep
 /// record at `now`, so nothing expired comes back. Returns nullopt with `error` set when the
 /// journal cannot be opened, the newest usable snapshot cannot be loaded, the journal was

@@ -400,6 +400,16 @@ class JetStreamSharedSnapshots : public JetStreamReplicas {
     }, 10s);
     return ok ? covering : 0;
   }
+  /// A writer of its own on the stream, to purge it by hand (nullptr: failure recorded).
+  std::unique_ptr<journal::jetstream::writer> purger() {
+    journal::jetstream::options o;
+    o.servers = {nats_->url(0)};
+    o.replica_id = "purger";
+    o.replicas = 1;
+    auto w = journal::jetstream::writer::open(o);
+    EXPECT_TRUE(w.ok()) << w.status().to_string();
+    return w.ok() ? std::move(w).value() : nullptr;
+  }
   /// Waits until A purged the stream past sequence `past`.
   bool purged_past(long long past) {
     return eventually([&] { return journal_position(a_->http_port(), "stream_first") > past; }, 10s);
@@ -461,13 +471,9 @@ TEST_F(JetStreamSharedSnapshots, AGapAtRestartReloadsTheSharedSnapshot) {
   ingest("after", 10);
   const std::uint64_t covering = manifest_after_ingest();
   ASSERT_GT(covering, 0u) << a_->logs();
-  journal::jetstream::options o;
-  o.servers = {nats_->url(0)};
-  o.replica_id = "purger";
-  o.replicas = 1;
-  auto w = journal::jetstream::writer::open(o);
-  ASSERT_TRUE(w.ok()) << w.status().to_string();
-  ASSERT_TRUE((*w)->truncate_before(covering + 1).ok());
+  auto w = purger();
+  ASSERT_TRUE(w);
+  ASSERT_TRUE(w->truncate_before(covering + 1).ok());
   b_ = start(dir_b_, "rb", kSharedFlags);
   ASSERT_TRUE(b_);
   EXPECT_NE(b_->logs().find("gap: "), std::string::npos) << b_->logs();
@@ -476,6 +482,121 @@ TEST_F(JetStreamSharedSnapshots, AGapAtRestartReloadsTheSharedSnapshot) {
   expect_all(*b_, "g", 5);
   expect_identical();
   EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_gaps_total"), 1);
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// Spec §3.8 row "gap", while running: B is stopped (SIGSTOP) and its NATS connection cut
+// (the node restarted), A ingests and the stream is purged past B by hand; after SIGCONT
+// B's ordered consumer is recreated from its next sequence and meets the gap. B reloads
+// the shared snapshot off to the side, swaps it in, follows on and converges; its
+// StreamCacheEvents subscription ends with ABORTED instead of skipping the jump silently.
+class JetStreamLiveGap : public JetStreamSharedSnapshots {
+ protected:
+  /// B stopped, NATS restarted, `n` blocks of `prefix` ingested on A; purges the stream
+  /// below `purge_below(covering of the manifest after the ingest, stream last)`, then
+  /// resumes B.
+  template <class PurgeBelow>
+  void gap_while_running(const std::string& prefix, int n, PurgeBelow purge_below) {
+    ASSERT_EQ(::kill(b_->pid(), SIGSTOP), 0);
+    nats_->kill9(0);
+    ASSERT_TRUE(nats_->restart(0, 10s));
+    auto sa = stub(*a_);
+    ASSERT_TRUE(eventually([&] { return report(*sa, "gpu-a", {prefix + "0"}).accepted(); }, 10s))
+        << a_->logs();
+    // A stepped down while NATS was gone; it takes the lease again once its old key's TTL
+    // (10 s, kept by the restarted node) ran out.
+    ASSERT_TRUE(eventually([&] { return metric(a_->http_port(), "inferencecache_journal_lease_holder") == 1; }, 15s))
+        << a_->logs();
+    ingest(prefix, n);
+    const std::uint64_t covering = manifest_after_ingest();
+    ASSERT_GT(covering, 0u) << a_->logs();
+    auto w = purger();
+    ASSERT_TRUE(w);
+    const auto last = static_cast<std::uint64_t>(journal_position(a_->http_port(), "stream_last"));
+    ASSERT_TRUE(w->truncate_before(purge_below(covering, last)).ok());
+    if (purge_below(covering, last) > last) {
+      // Purged empty: a gap shows only at the next delivery. A record of no known kind
+      // is delivered but applies nothing, so A takes no new snapshot for it.
+      const journal::record_in junk{9999, "not a record"};
+      ASSERT_TRUE(w->append({junk}).ok());
+    }
+    ASSERT_EQ(::kill(b_->pid(), SIGCONT), 0);
+  }
+  /// A (lease holder) and B running, `n` blocks of `prefix` applied on both.
+  void start_pair_with(const std::string& prefix, int n) {
+    start_holder();
+    b_ = start(dir_b_, "rb", kSharedFlags);
+    ASSERT_TRUE(b_);
+    ingest(prefix, n);
+    expect_all(*b_, prefix, n);
+  }
+  void TearDown() override {
+    if (b_) ::kill(b_->pid(), SIGCONT);  // never leave a stopped process behind
+    JetStreamSharedSnapshots::TearDown();
+  }
+};
+
+TEST_F(JetStreamLiveGap, AGapWhileRunningReloadsTheSharedSnapshotAndConverges) {
+  start_pair_with("g", 5);
+  ASSERT_FALSE(HasFatalFailure());
+  auto eb = std::make_unique<test::event_recorder>(*b_);
+  gap_while_running("after", 10, [](std::uint64_t covering, std::uint64_t) { return covering + 1; });
+  ASSERT_TRUE(eventually([&] { return metric(b_->http_port(), "inferencecache_journal_reloads_total") == 1; }, 15s))
+      << b_->logs();
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_gaps_total"), 1);
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_halted"), 0);
+  EXPECT_NE(b_->logs().find("loaded the shared snapshot"), std::string::npos) << b_->logs();
+  expect_all(*b_, "after", 10);
+  expect_all(*b_, "g", 5);
+  expect_identical();
+  // The subscription saw the jump as an end, not as silence.
+  const auto events = eb->stop();
+  ASSERT_EQ(events.count(""), 1u);
+  EXPECT_NE(events.at("").back().find("reloaded from a shared snapshot"), std::string::npos)
+      << events.at("").back();
+  EXPECT_EQ(events.at("").back().rfind("ERROR stream ended: 10 ", 0), 0u) << events.at("").back();  // ABORTED
+  // Producers on B again: applied on B, then on A.
+  auto sb = stub(*b_);
+  ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted()) << b_->logs();
+  EXPECT_TRUE(converges(*stub(*a_), {"from-b"}, "gpu-b", 5s));
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+// The same gap, but purged past the newest shared snapshot too: B refuses producers
+// (JOURNAL_UNAVAILABLE), serves lookups from what it applied, reports halted, and retries;
+// once A (the lease holder) uploads a newer shared snapshot that covers the gap, B reloads.
+TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCoversIt) {
+  start_pair_with("g", 5);
+  ASSERT_FALSE(HasFatalFailure());
+  // Purge everything: the manifest (covering last − 1) no longer covers what follows.
+  gap_while_running("after", 10, [](std::uint64_t, std::uint64_t last) { return last + 1; });
+  ASSERT_TRUE(eventually([&] { return metric(b_->http_port(), "inferencecache_journal_halted") == 1; }, 15s))
+      << b_->logs();
+  EXPECT_NE(b_->logs().find("reload after the gap failed"), std::string::npos) << b_->logs();
+  auto sb = stub(*b_);
+  const auto refused = report(*sb, "gpu-b", {"refused"});
+  EXPECT_FALSE(refused.accepted());
+  EXPECT_EQ(refused.reason_code(), "JOURNAL_UNAVAILABLE");
+  EXPECT_EQ(lookup(*sb, {"g0"}).reason_code(), "PREFIX_MATCH");   // the old state serves
+  EXPECT_NE(lookup(*sb, {"after1"}).reason_code(), "PREFIX_MATCH");
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_reloads_total"), 0);
+  // A applies more: a local snapshot of it is uploaded (at most one per
+  // --shared-snapshot-interval, so A ingests until one was) and covers the gap.
+  auto sa = stub(*a_);
+  auto next_ingest = steady::now();
+  ASSERT_TRUE(eventually([&] {
+    if (steady::now() >= next_ingest) {
+      EXPECT_TRUE(report(*sa, "gpu-a", {"more0"}).accepted());
+      next_ingest = steady::now() + 500ms;
+    }
+    return metric(b_->http_port(), "inferencecache_journal_reloads_total") == 1;
+  }, 20s)) << b_->logs() << "\n--- A:\n" << a_->logs();
+  expect_all(*b_, "more", 1);
+  expect_all(*b_, "after", 10);
+  expect_identical();
+  ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted()) << b_->logs();
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
 }

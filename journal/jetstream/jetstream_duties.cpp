@@ -59,7 +59,8 @@ result<snapshot_info> jetstream_log::read_newest_snapshot(
   const std::string need =
       "the stream's first sequence is " + std::to_string(st->first_seq) + ", this replica needs " +
       std::to_string(needed_from(local_pos.value_or(0)));
-  if (plan.gap) ++gaps_;
+  // A gap met while following was counted there already (one gap, one count).
+  if (const bool counted = live_gap_counted_.exchange(false); plan.gap && !counted) ++gaps_;
   switch (plan.source) {
     case start_source::local:
     case start_source::stream:
@@ -208,12 +209,12 @@ void jetstream_log::report_live_gap(const status& gap) {
   std::string cover = "shared snapshots are off";
   if (shared_) {
     auto m = shared_->latest();
-    cover = m.ok() ? "the shared snapshot covering " + std::to_string(m->covering_seq) +
-                         " would cover it"
-                   : "no shared snapshot covers it (" + m.status().to_string() + ")";
+    cover = m.ok() ? "the newest shared snapshot covers stream seq " +
+                         std::to_string(m->covering_seq)
+                   : "no shared snapshot (" + m.status().to_string() + ")";
   }
   event(true, gap.to_string() + "; stopped applying and refusing producers; " + cover +
-                  ": reloading while running is not built, restart this replica");
+                  "; reloading from it while lookups serve the last applied state");
 }
 
 void jetstream_log::run_duties() {

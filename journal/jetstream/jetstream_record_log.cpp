@@ -192,6 +192,7 @@ status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
     if (!got.ok()) {
       if (got.status().code() == errc::out_of_range) {
         ++gaps_;
+        live_gap_counted_ = true;
         report_live_gap(got.status());
         return got.status();
       }

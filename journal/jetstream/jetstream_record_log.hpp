@@ -147,6 +147,8 @@ class jetstream_log final : public record_log {
   std::atomic<std::int64_t> last_stored_at_ns_{0};
   std::atomic<std::int64_t> behind_since_ns_{0};
   mutable std::atomic<std::uint64_t> gaps_{0};
+  /// Set when follow() counted a gap: the reload's read_newest_snapshot then does not.
+  mutable std::atomic<bool> live_gap_counted_{false};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> resets_{0};
   /// Stream sequence of the last delivered message per conditional scope.
