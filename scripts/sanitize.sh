@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer pass (issue #16): builds the tests in their own build directories and runs them
+# Sanitizer pass (issue #16; scripts/test.sh runs it last unless SANITIZE=none): builds the tests
+# in their own build directories and runs them
 # under the sanitizers, with ccache and the compiler the Debian libraries were built with (g++ 12).
 #
 #   build-asan/  ASan + UBSan (-fno-omit-frame-pointer, halt on the first error, leaks on):
