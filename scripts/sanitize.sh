@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sanitizer pass (issue #16): builds the tests in their own build directories and runs them
+# Sanitizer pass (issue #16; scripts/test.sh runs it last unless SANITIZE=none): builds the tests
+# in their own build directories and runs them
 # under the sanitizers, with ccache and the compiler the Debian libraries were built with (g++ 12).
 #
 #   build-asan/  ASan + UBSan (-fno-omit-frame-pointer, halt on the first error, leaks on):
@@ -36,9 +37,26 @@ configure() {
   local build="$1" flags="$2"
   [ -f "$build/build.ninja" ] && return 0
   CC="$cc" CXX="$cxx" cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g $flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g $flags" \
-    "-DCMAKE_EXE_LINKER_FLAGS=$flags" "-DCMAKE_SHARED_LINKER_FLAGS=$flags" \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 $flags" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 $flags" \
+    "-DCMAKE_EXE_LINKER_FLAGS=$flags -fuse-ld=gold" "-DCMAKE_SHARED_LINKER_FLAGS=$flags -fuse-ld=gold" \
     -DIC_BUILD_TESTS=ON -DIC_BUILD_BENCHMARKS=OFF -DIC_BUILD_FUZZERS=OFF >/dev/null
+}
+
+# build_targets <build dir> <targets...>: the build's ccache counters go to <build>/ccache.stats
+# (stats_log), so the hit rate printed is this build's, not the shared cache's lifetime one.
+build_targets() {
+  local build="$1"
+  shift
+  rm -f "$build/ccache.stats"
+  CCACHE_STATSLOG="$build/ccache.stats" cmake --build "$build" -j"$jobs" --target "$@" \
+    >"$build/build.log" 2>&1 || { tail -n 40 "$build/build.log"; return 1; }
+}
+
+# ccache_summary <build dir>: "ccache N hits / M compiles" of the last build_targets.
+ccache_summary() {
+  [ -f "$1/ccache.stats" ] || { echo "ccache: nothing compiled"; return 0; }
+  CCACHE_STATSLOG="$1/ccache.stats" ccache --show-log-stats |
+    awk '/^ *Hits:/ {h=$2; t=$4} END {printf "ccache %s of %s compiles hit", h+0, t+0}'
 }
 
 # run_pass <name> <build dir> <ctest args...>: runs ctest, then fails on any written report.
@@ -65,7 +83,7 @@ run_pass() {
     done
     rc=1
   fi
-  [ "$rc" -ne 0 ] && grep -E "^[0-9/ ]*Test +#.*(Failed|Timeout|Exception)" "$build/ctest.log" | head -20 || true
+  [ "$rc" -ne 0 ] && grep -E "^[0-9/ ]*Test +#.*\*\*\*(Failed|Timeout|Exception|Not Run)" "$build/ctest.log" | head -20 || true
   echo "$name: ctest $(( $(date +%s) - t0 )) s, $([ "$rc" -eq 0 ] && echo clean || echo FAILED)"
   return "$rc"
 }
@@ -82,8 +100,8 @@ for pass in $passes; do
     asan)
       build="$root/build-asan"
       configure "$build" "-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-      cmake --build "$build" -j"$jobs" --target ${ASAN_TARGETS:-ic_tests} >/dev/null
-      echo "asan: build $(( $(date +%s) - t0 )) s"
+      build_targets "$build" ${ASAN_TARGETS:-ic_tests}
+      echo "asan: build $(( $(date +%s) - t0 )) s, $(ccache_summary "$build")"
       ASAN_OPTIONS="halt_on_error=1:detect_leaks=1:log_path=$build/sanitizer-logs/asan" \
       LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0" \
       UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:suppressions=$supp/ubsan.supp:log_path=$build/sanitizer-logs/ubsan" \
@@ -93,8 +111,8 @@ for pass in $passes; do
       build="$root/build-tsan"
       configure "$build" "-fsanitize=thread"
       # Only what the `tsan` tests need: their executables and the binaries they start.
-      cmake --build "$build" -j"$jobs" --target ${TSAN_TARGETS:-$tsan_targets} >/dev/null
-      echo "tsan: build $(( $(date +%s) - t0 )) s"
+      build_targets "$build" ${TSAN_TARGETS:-$tsan_targets}
+      echo "tsan: build $(( $(date +%s) - t0 )) s, $(ccache_summary "$build")"
       TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/tsan.supp:print_suppressions=0:log_path=$build/sanitizer-logs/tsan" \
         run_pass tsan "$build" -L tsan || failed=1
       ;;

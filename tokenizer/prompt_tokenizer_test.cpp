@@ -145,10 +145,13 @@ TEST_F(Service, RefusesPastTheConcurrencyLimitAndTimesOutQueuedWork) {
   tokenize_service::options o;
   o.workers = 1;
   o.max_concurrent = 2;
-  tokenize_service svc(registry(), o);
-  // The first call's answer blocks the only worker, so its slot stays taken.
+  // Declared before the service, so they outlive it: its destructor joins the worker, which
+  // may still be inside released.wait() when the test body ends (ASan found the promise freed
+  // under the waking worker when they were declared after it).
   std::promise<void> release, first_running;
   auto released = release.get_future().share();
+  tokenize_service svc(registry(), o);
+  // The first call's answer blocks the only worker, so its slot stays taken.
   svc.tokenize("m", "hello", later(), [&](tokenize_result) {
     first_running.set_value();
     released.wait();
