@@ -340,6 +340,7 @@ struct reader::impl {
   natsSubscription* sub = nullptr;
   std::uint64_t expected = 0;
   std::uint64_t resets = 0;
+  std::uint64_t redelivered = 0;
   status failed;  // sticky after a gap
 
   ~impl() {
@@ -411,6 +412,13 @@ result<std::optional<delivered_batch>> reader::next(std::chrono::milliseconds wa
   b.position = meta->Sequence.Stream;
   b.stored_at_ns = meta->Timestamp;
   jsMsgMetaData_Destroy(meta);
+  if (b.position < impl_->expected) {
+    // Already delivered: after a leader failover the library's ordered consumer can be
+    // recreated from a point it had passed and hands a message again. Its position is below
+    // the next expected one, so it was applied; skip it. Only a jump forward is a gap.
+    ++impl_->redelivered;
+    return std::optional<delivered_batch>();
+  }
   if (b.position != impl_->expected) {
     impl_->failed = status{errc::out_of_range,
                            "gap in stream " + impl_->opts.stream + ": expected sequence " +
@@ -457,5 +465,6 @@ status reader::follow(std::uint64_t until,
 
 std::uint64_t reader::expected() const { return impl_->expected; }
 std::uint64_t reader::resets() const { return impl_->resets; }
+std::uint64_t reader::redelivered() const { return impl_->redelivered; }
 
 }  // namespace ic::journal::jetstream

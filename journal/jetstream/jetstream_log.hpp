@@ -227,6 +227,8 @@ class reader {
   std::uint64_t expected() const;
   /// How many consumer resets (heartbeat miss, sequence mismatch) the library handled.
   std::uint64_t resets() const;
+  /// How many messages came again below the next expected sequence (skipped, not a gap).
+  std::uint64_t redelivered() const;
 
  private:
   struct impl;
