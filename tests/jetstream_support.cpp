@@ -42,12 +42,7 @@ v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
 v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub,
                                const std::vector<std::string>& blocks,
                                const std::string& tenant) {
-  v1::LookupRouteRequest req = test::chain_lookup_request(tenant, blocks);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
-  v1::LookupRouteResponse resp;
-  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
-  return resp;
+  return test::chain_lookup(stub, tenant, blocks, 5s);
 }
 
 bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks,

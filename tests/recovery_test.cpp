@@ -35,12 +35,7 @@ v1::CacheStateUpdate update(const std::string& tenant, const std::string& replic
 
 v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::string& tenant,
                                const std::vector<std::string>& blocks) {
-  v1::LookupRouteRequest req = test::chain_lookup_request(tenant, blocks);
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
-  v1::LookupRouteResponse resp;
-  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
-  return resp;
+  return test::chain_lookup(stub, tenant, blocks, 10s);
 }
 
 // Producers stream one-message ReportCacheState calls (each acknowledged separately) until

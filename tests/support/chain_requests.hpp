@@ -1,11 +1,17 @@
 // The LookupRoute request and the CacheStateUpdate the integration tests send most: a chain
-// of block hashes of 64 tokens each, model "llama", scheme "vllm" unless given. Header-only (the tests that use it link the
-// generated protobuf code themselves).
+// of block hashes of 64 tokens each, model "llama", scheme "vllm" unless given, and the
+// LookupRoute call with it. Header-only (the tests that use it link the generated protobuf and
+// gRPC code themselves).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
 
 namespace ic::test {
@@ -21,6 +27,19 @@ inline inferencecache::v1alpha1::LookupRouteRequest chain_lookup_request(
     req.add_block_token_counts(64);
   }
   return req;
+}
+
+/// LookupRoute of `chain_lookup_request(tenant, blocks)` under `deadline`; a failed call fails
+/// the test (EXPECT) and returns an empty response.
+inline inferencecache::v1alpha1::LookupRouteResponse chain_lookup(
+    inferencecache::v1alpha1::InferenceCache::Stub& stub, const std::string& tenant,
+    const std::vector<std::string>& blocks, std::chrono::milliseconds deadline) {
+  const auto req = chain_lookup_request(tenant, blocks);
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + deadline);
+  inferencecache::v1alpha1::LookupRouteResponse resp;
+  EXPECT_TRUE(stub.LookupRoute(&ctx, req, &resp).ok());
+  return resp;
 }
 
 inline inferencecache::v1alpha1::CacheStateUpdate chain_update_message(
