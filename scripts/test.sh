@@ -25,7 +25,8 @@ echo "fuzz: $((fuzzed - built)) s"
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)" --timeout 300
 tested=$(date +%s)
 echo "tests: $((tested - fuzzed)) s"
-if [ "${SANITIZE:-asan tsan}" != none ]; then
-  "$root/scripts/sanitize.sh" "${SANITIZE:-asan tsan}"
+sanitize=${SANITIZE:-asan tsan}
+if [ "$sanitize" != none ]; then
+  "$root/scripts/sanitize.sh" "$sanitize"
   echo "sanitizers: $(( $(date +%s) - tested )) s"
 fi
