@@ -13,18 +13,30 @@ function(ic_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra)
 endfunction()
 
-# ic_test(<name> SOURCES ... [DEPS ...] [LABELS ...]): a GoogleTest executable whose tests
-# ctest discovers when it runs them (not at build time).
+# ic_test(<name> SOURCES ... [DEPS ...] [LABELS ...] [STARTS <executable targets>]): a
+# GoogleTest executable whose tests ctest discovers when it runs them (not at build time).
+# STARTS: the project's executables the test runs (built before it).
+#
+# Paths reach the test at run time, never as compile definitions: `<executable>.paths` next
+# to it holds source_dir, shared_dir and `<target>=<path>` per STARTS target, read by
+# tests/support/test_paths.hpp. An absolute path compiled into an object would make every
+# clone at another path miss ccache for that object (docs/benchmarks.md, "ccache at any path").
 function(ic_test name)
   if(NOT IC_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(A "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(A "" "" "SOURCES;DEPS;LABELS;STARTS" ${ARGN})
   add_executable(${name} ${A_SOURCES})
-  target_link_libraries(${name} PRIVATE ${A_DEPS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${A_DEPS} ic_test_paths GTest::gtest GTest::gtest_main)
   target_include_directories(${name} PRIVATE "${CMAKE_SOURCE_DIR}")
-  target_compile_definitions(${name} PRIVATE
-    IC_SHARED_DIR="${IC_SHARED_DIR}" IC_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
+  set(paths "source_dir=${CMAKE_SOURCE_DIR}\nshared_dir=${IC_SHARED_DIR}\n")
+  foreach(started ${A_STARTS})
+    string(APPEND paths "${started}=$<TARGET_FILE:${started}>\n")
+  endforeach()
+  file(GENERATE OUTPUT "$<TARGET_FILE:${name}>.paths" CONTENT "${paths}")
+  if(A_STARTS)
+    add_dependencies(${name} ${A_STARTS})
+  endif()
   ic_warnings(${name})
   set(labels unit)
   if(A_LABELS)

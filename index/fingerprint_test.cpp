@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/test_paths.hpp"
+
 namespace ic::index {
 namespace {
 
@@ -111,7 +113,7 @@ std::uint64_t parse_u64(const nlohmann::json& hash_obj) {
 
 // Every case of the canonical golden vectors, byte for byte (decimal and base64 wire form).
 TEST(Fingerprint, GoldenVectorsFromSharedMatchByteForByte) {
-  std::ifstream in(std::string(IC_SHARED_DIR) + "/fingerprint/golden_vectors.json");
+  std::ifstream in(ic::test::shared_dir() + "/fingerprint/golden_vectors.json");
   if (!in) GTEST_SKIP() << "shared/fingerprint/golden_vectors.json not present";
   nlohmann::json doc = nlohmann::json::parse(in);
   ASSERT_EQ(doc.at("scheme").at("seed").get<int>(), 1337);

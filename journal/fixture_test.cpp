@@ -8,6 +8,7 @@
 
 #include "journal/log.hpp"
 #include "journal/test_util.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic::journal {
 namespace {
@@ -16,7 +17,7 @@ namespace fs = std::filesystem;
 
 /// Copies the fixture into a temp dir (opening a RocksDB directory writes to it).
 std::string copy_fixture(const testing::temp_dir& t, const std::string& version) {
-  const fs::path src = fs::path(IC_SOURCE_DIR) / "journal" / "testdata" / version;
+  const fs::path src = fs::path(ic::test::source_dir()) / "journal" / "testdata" / version;
   const std::string dst = t.sub(version);
   fs::copy(src, dst, fs::copy_options::recursive);
   return dst;

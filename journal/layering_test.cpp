@@ -6,12 +6,14 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/test_paths.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 
 TEST(JournalLayering, IncludesNoCafGrpcProtobufAndPublicHeadersNoRocksDb) {
-  const fs::path dir = fs::path(IC_SOURCE_DIR) / "journal";
+  const fs::path dir = fs::path(ic::test::source_dir()) / "journal";
   int files = 0;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     const auto ext = e.path().extension();

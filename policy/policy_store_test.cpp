@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "policy/policy_json.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic::policy {
 namespace {
@@ -156,7 +157,7 @@ TEST(PolicyStore, ToJsonReturnsWhatWasPushed) {
 // The shipped sample body must stay a valid version-7 push.
 TEST(PolicySample, DeploySampleIsAValidVersionSevenBody) {
   const std::filesystem::path path =
-      std::filesystem::path(IC_SOURCE_DIR) / "deploy" / "policy.sample.json";
+      std::filesystem::path(ic::test::source_dir()) / "deploy" / "policy.sample.json";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << path;
   std::stringstream text;
@@ -173,7 +174,7 @@ TEST(PolicySample, DeploySampleIsAValidVersionSevenBody) {
 
 // style.md habit 1: policy/ knows nothing of CAF, gRPC or generated protobuf.
 TEST(PolicyComponent, IncludesNoCafGrpcOrProtobuf) {
-  const std::filesystem::path dir = std::filesystem::path(IC_SOURCE_DIR) / "policy";
+  const std::filesystem::path dir = std::filesystem::path(ic::test::source_dir()) / "policy";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const auto ext = entry.path().extension();

@@ -14,6 +14,7 @@
 #include <google/protobuf/descriptor.pb.h>
 
 #include "inferencecache/v1alpha1/inferencecache.pb.h"
+#include "tests/support/test_paths.hpp"
 
 namespace {
 
@@ -234,7 +235,7 @@ TEST(WireContract, EveryFieldMatchesTheLiteralTable) {
 }
 
 TEST(WireContract, EveryFieldMatchesTheSpecFile) {
-  std::ifstream in(std::string(IC_SHARED_DIR) + "/spec/lookup.md");
+  std::ifstream in(ic::test::shared_dir() + "/spec/lookup.md");
   if (!in) GTEST_SKIP() << "shared/spec/lookup.md not present";
   std::stringstream ss;
   ss << in.rdbuf();

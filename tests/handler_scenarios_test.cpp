@@ -12,6 +12,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -152,9 +153,9 @@ std::vector<std::uint32_t> tokens(std::uint32_t from, std::uint32_t n) {
 TEST(HandlerScenarios, PolicyGatesFloorsDiagnosticsAndDualInputOverGrpc) {
   const std::string dir = test::make_temp_dir("ic_handler");
   auto server = test::server_process::start(
-      IC_SERVER_BINARY, {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
-                         "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir,
-                         "--insecure-disable-auth"});
+      ic::test::executable("inferencecache-server"),
+      {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+       "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir, "--insecure-disable-auth"});
   ASSERT_TRUE(server->wait_ready(30s)) << server->logs();
   client c(*server);
   {
@@ -500,7 +501,7 @@ TEST(HandlerScenarios, EngineBlockSizeDecidesHowTokenIdsAreFingerprinted) {
     SCOPED_TRACE(block);
     const std::string dir = test::make_temp_dir("ic_h55");
     auto server = test::server_process::start(
-        IC_SERVER_BINARY,
+        ic::test::executable("inferencecache-server"),
         {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
          "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir, "--insecure-disable-auth",
          "--engine-block-size=" + std::to_string(block)});

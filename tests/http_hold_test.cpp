@@ -16,6 +16,7 @@
 
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -85,7 +86,7 @@ class HttpHold : public ::testing::Test {
                                      "--data-dir=" + dir_ + "/data",
                                      "--admin-token-file=" + dir_ + "/token"};
     args.insert(args.end(), extra.begin(), extra.end());
-    server_ = test::server_process::start(IC_SERVER_BINARY, args);
+    server_ = test::server_process::start(ic::test::executable("inferencecache-server"), args);
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
   }

@@ -15,6 +15,7 @@
 #include "journal/jetstream/shared_snapshot.hpp"
 #include "tests/jetstream_support.hpp"
 #include "tests/support/http_client.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -204,7 +205,7 @@ TEST_F(JetStreamReplicas, PolicyPushesRaceAndAPolicyFileNeverOverridesTheStream)
   // B applies the stream late: A's push is stored and applied on A, B has not seen it.
   EXPECT_EQ(b_->terminate(), 0);
   ::setenv("IC_TEST_FOLLOW_DELAY_MS", "1500", 1);
-  b_ = start(dir_b_, "rb", {}, IC_TESTHOOKS_SERVER_BINARY);
+  b_ = start(dir_b_, "rb", {}, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_FOLLOW_DELAY_MS");
   ASSERT_TRUE(b_);
   ASSERT_EQ(push(a_->snapshot_port(), policy_body("newest")).status, 204);
@@ -279,7 +280,7 @@ TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
 TEST_F(JetStreamReplicas, AReplicaWithASkewedClockSweepsOnceAndConverges) {
   const std::vector<std::string> flags = {"--sweep-interval=1s"};
   ::setenv("IC_TEST_CLOCK_OFFSET_MS", "3000", 1);
-  a_ = start(dir_a_, "ra", flags, IC_TESTHOOKS_SERVER_BINARY);
+  a_ = start(dir_a_, "ra", flags, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_CLOCK_OFFSET_MS");
   b_ = start(dir_b_, "rb", flags);
   ASSERT_TRUE(a_ && b_);

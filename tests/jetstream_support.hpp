@@ -27,6 +27,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "journal/jetstream/nats_fixture.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic::test {
 
@@ -131,9 +132,9 @@ class replicas_fixture : public ::testing::Test {
   void TearDown() override;
   /// Starts `binary` (the server, or the test-hook server) as replica `id` on `dir` with
   /// every NATS node's URL, and waits until it is ready (a failure is recorded).
-  std::unique_ptr<server_process> start(const std::string& dir, const std::string& id,
-                                        std::vector<std::string> extra = {},
-                                        const std::string& binary = IC_SERVER_BINARY);
+  std::unique_ptr<server_process> start(
+      const std::string& dir, const std::string& id, std::vector<std::string> extra = {},
+      const std::string& binary = ic::test::executable("inferencecache-server"));
   /// Every NATS node's client URL, comma-separated.
   std::string nats_urls() const;
 

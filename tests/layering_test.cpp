@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/test_paths.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -19,7 +21,7 @@ TEST(Layering, PlainComponentsIncludeNoCafGrpcOrProtobuf) {
   int files = 0;
   for (const char* component :
        {"index", "policy", "journal", "tokenizer", "admin_json", "topology", "templates"}) {
-    fs::path dir = fs::path(IC_SOURCE_DIR) / component;
+    fs::path dir = fs::path(ic::test::source_dir()) / component;
     ASSERT_TRUE(fs::exists(dir)) << dir;
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
       auto ext = entry.path().extension().string();
@@ -64,7 +66,7 @@ const std::regex caf_include(R"(^\s*#\s*include\s*[<"]caf/)");
 
 TEST(Layering, StateIncludesNoCafOrGrpc) {
   const std::regex forbidden(R"(^\s*#\s*include\s*[<"](caf/|grpc|grpcpp/))");
-  const fs::path dir = fs::path(IC_SOURCE_DIR) / "state";
+  const fs::path dir = fs::path(ic::test::source_dir()) / "state";
   ASSERT_TRUE(fs::exists(dir)) << dir;
   const int files = for_each_source_line(dir, [&](const fs::path& p, int n, const std::string& line) {
     EXPECT_FALSE(std::regex_search(line, forbidden)) << p.string() << ":" << n << ": " << line;
@@ -73,7 +75,7 @@ TEST(Layering, StateIncludesNoCafOrGrpc) {
 }
 
 TEST(Layering, OnlyActorsServerAndTestsIncludeCaf) {
-  const fs::path root(IC_SOURCE_DIR);
+  const fs::path root(ic::test::source_dir());
   int files = 0;
   for (const auto& entry : fs::directory_iterator(root)) {
     const auto name = entry.path().filename().string();

@@ -15,6 +15,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -65,7 +66,7 @@ class PdTemplates : public ::testing::Test {
   }
 
   void start(std::vector<std::string> extra = {"--insecure-disable-auth"},
-             const char* binary = IC_SERVER_BINARY) {
+             const char* binary = ic::test::executable("inferencecache-server")) {
     auto args = base_args();
     args.insert(args.end(), extra.begin(), extra.end());
     extra_ = extra;
@@ -186,7 +187,7 @@ class PdTemplates : public ::testing::Test {
 
   std::string dir_;
   std::vector<std::string> extra_;
-  const char* binary_ = IC_SERVER_BINARY;
+  const char* binary_ = ic::test::executable("inferencecache-server");
   std::unique_ptr<test::server_process> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::InferenceCache::Stub> stub_;
@@ -269,7 +270,7 @@ TEST_F(PdTemplates, Row19_ReplicaUpdatedRefreshesLastSeen) {
 
 TEST_F(PdTemplates, Row37_TenantLookupTimeoutAnswersTimeoutNeverAnError) {
   ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
-  start({"--insecure-disable-auth"}, IC_TESTHOOKS_SERVER_BINARY);
+  start({"--insecure-disable-auth"}, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   ASSERT_EQ(admin("POST", "/topology", kTopology).status, 204);
   ingest_fixture();
@@ -286,7 +287,7 @@ TEST_F(PdTemplates, Row37_TenantLookupTimeoutAnswersTimeoutNeverAnError) {
 TEST_F(PdTemplates, Rows40And26_JournalUnavailableIs503AndTheOldStoresKeepServing) {
   const std::string fault = dir_ + "/journal-fault";
   ::setenv("IC_TEST_JOURNAL_FAULT_FILE", fault.c_str(), 1);
-  start({"--insecure-disable-auth"}, IC_TESTHOOKS_SERVER_BINARY);
+  start({"--insecure-disable-auth"}, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_JOURNAL_FAULT_FILE");
   ASSERT_EQ(admin("POST", "/topology", kTopology).status, 204);
   ASSERT_EQ(admin("POST", "/templates", kTemplates).status, 204);
@@ -415,7 +416,7 @@ TEST_F(PdTemplates, StartupFilesApplyLikePushesAndInvalidOnesExit2) {
     auto args = base_args();
     args.push_back("--insecure-disable-auth");
     args.push_back(flag + bad);
-    auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args);
+    auto [code, out] = test::run_to_exit(ic::test::executable("inferencecache-server"), args);
     EXPECT_EQ(code, 2) << out;
     EXPECT_NE(out.find("version"), std::string::npos) << out;
   }

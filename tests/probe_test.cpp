@@ -11,6 +11,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -35,7 +36,7 @@ class Probe : public ::testing::Test {
                                      "--snapshot-bind-address=127.0.0.1:0",
                                      "--data-dir=" + dir_ + "/data"};
     args.insert(args.end(), extra.begin(), extra.end());
-    server_ = test::server_process::start(IC_SERVER_BINARY, args);
+    server_ = test::server_process::start(ic::test::executable("inferencecache-server"), args);
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
   }

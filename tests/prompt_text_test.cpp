@@ -14,6 +14,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 #include "tokenizer/test_fixtures.hpp"
 
 namespace ic {
@@ -58,7 +59,8 @@ class PromptText : public ::testing::Test {
           R"({"chat_template": "{% for m in messages %}<|x|>{{ m.content }}{% endfor %}<|x|>"})");
   }
 
-  void start(const std::string& models_dir, const std::string& binary = IC_SERVER_BINARY) {
+  void start(const std::string& models_dir,
+             const std::string& binary = ic::test::executable("inferencecache-server")) {
     write(fs::path(dir_) / "policy.json",
           R"({"version":7,"policies":[{"namespace":"t","minimumMatchedTokens":0},)"
           R"({"namespace":"slow","lookupTimeoutMs":1},)"
@@ -213,7 +215,7 @@ TEST_F(PromptText, CliLookupPromptAndReportTokensCloseTheLoop) {
   auto cli = [&](std::vector<std::string> args) {  // args[0] is the verb
     args.insert(args.begin(), "--addr=" + server_->grpc_target());
     args.insert(args.end(), {"--tenant=t", "--model=org/tiny"});
-    return test::run_to_exit(IC_CLI_BINARY, args, 20s);
+    return test::run_to_exit(ic::test::executable("inferencecache"), args, 20s);
   };
   auto [rc, out] = cli({"lookup", "--prompt=hello hello hello"});
   ASSERT_EQ(rc, 0) << out;
@@ -234,7 +236,7 @@ TEST_F(PromptText, ABudgetThatPassesInTheIndexAskAnswersTimeoutWithTheTokens) {
   // and the TIMEOUT echoes the tokens (H9), never the adapter.
   write_tiny_model("org/tiny");
   ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
-  start(models_.string(), IC_TESTHOOKS_SERVER_BINARY);
+  start(models_.string(), ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   auto bpe = tokenizer::bpe_tokenizer::load(tokenizer::testing::tiny_byte_level().dump());
   auto want = (*bpe)->encode("<|x|>hello<|x|>");

@@ -14,6 +14,7 @@
 #include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -42,7 +43,8 @@ v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub, const std::string
 // the server is killed; every block whose Ack arrived must be back after the restart.
 TEST(Recovery, EveryAcknowledgedUpdateSurvivesSigkillMidStream) {
   std::string dir = test::make_temp_dir("ic_recovery");
-  auto server = test::server_process::start(IC_SERVER_BINARY, server_args(dir));
+  auto server =
+      test::server_process::start(ic::test::executable("inferencecache-server"), server_args(dir));
   ASSERT_TRUE(server->wait_ready(30s)) << server->logs();
   auto channel = grpc::CreateChannel(server->grpc_target(), grpc::InsecureChannelCredentials());
 
@@ -82,7 +84,8 @@ TEST(Recovery, EveryAcknowledgedUpdateSurvivesSigkillMidStream) {
   for (auto& t : producers) t.join();
   ASSERT_GE(acked.size(), 1u);
 
-  auto again = test::server_process::start(IC_SERVER_BINARY, server_args(dir));
+  auto again =
+      test::server_process::start(ic::test::executable("inferencecache-server"), server_args(dir));
   ASSERT_TRUE(again->wait_ready(30s)) << again->logs();
   auto stub = v1::InferenceCache::NewStub(
       grpc::CreateChannel(again->grpc_target(), grpc::InsecureChannelCredentials()));
@@ -100,11 +103,12 @@ TEST(Recovery, EveryAcknowledgedUpdateSurvivesSigkillMidStream) {
 // first journal record schema and snapshot format: a policy with a 100-year TTL, updates
 // covered by a snapshot, and updates in the journal tail after it.
 TEST(Recovery, CommittedDataDirFromAnEarlierBuildStillRecovers) {
-  const fs::path fixture = fs::path(IC_SOURCE_DIR) / "tests/fixtures/datadir_v1";
+  const fs::path fixture = fs::path(ic::test::source_dir()) / "tests/fixtures/datadir_v1";
   ASSERT_TRUE(fs::exists(fixture / "journal")) << fixture;
   std::string dir = test::make_temp_dir("ic_fixture");
   fs::copy(fixture, dir, fs::copy_options::recursive);
-  auto server = test::server_process::start(IC_SERVER_BINARY, server_args(dir));
+  auto server =
+      test::server_process::start(ic::test::executable("inferencecache-server"), server_args(dir));
   ASSERT_TRUE(server->wait_ready(30s)) << server->logs();
   auto logs = server->logs();
   EXPECT_EQ(logs.find("\"snapshot_seq\":\"0\""), std::string::npos) << logs;

@@ -14,6 +14,7 @@
 #include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -29,7 +30,8 @@ class Rpc : public ::testing::Test {
     test::remove_tree(dir_);
   }
 
-  void start(std::vector<std::string> extra = {}, const char* binary = IC_SERVER_BINARY) {
+  void start(std::vector<std::string> extra = {},
+             const char* binary = ic::test::executable("inferencecache-server")) {
     std::vector<std::string> args = {"--grpc-bind-address=127.0.0.1:0",
                                      "--http-bind-address=127.0.0.1:0",
                                      "--snapshot-bind-address=127.0.0.1:0",
@@ -438,7 +440,7 @@ TEST_F(Rpc, MissedLookupBudgetAnswersTimeoutNotAnError) {
   // tenant's budget is 20 ms. TIMEOUT comes from the deadline timer, not after the decision
   // (H16/H17: "TIMEOUT within well under 1 s"), and is a normal answer, not an error.
   ::setenv("IC_TEST_LOOKUP_DELAY_MS", "1500", 1);
-  start({}, IC_TESTHOOKS_SERVER_BINARY);
+  start({}, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   report({update("r1", {"a"})});
   auto pushed = test::http_call(server_->snapshot_port(), "POST", "/policy", {},
@@ -511,7 +513,7 @@ TEST_F(RpcLfuCap, DeliveredMatchesAreCreditedAndOutliveANewerEntry) {
 
 TEST_F(RpcLfuCap, TimedOutLookupsAreNotCredited) {
   ::setenv("IC_TEST_LOOKUP_DELAY_MS", "200", 1);
-  start({"--max-index-entries=1"}, IC_TESTHOOKS_SERVER_BINARY);
+  start({"--max-index-entries=1"}, ic::test::executable("inferencecache-server-testhooks"));
   ::unsetenv("IC_TEST_LOOKUP_DELAY_MS");
   auto [counts, reasons] = run(20);
   EXPECT_EQ(reasons, std::vector<std::string>(3, "TIMEOUT"));

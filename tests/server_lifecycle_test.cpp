@@ -12,6 +12,7 @@
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -32,7 +33,7 @@ class ServerLifecycle : public ::testing::Test {
   std::unique_ptr<test::server_process> start(std::vector<std::string> extra) {
     auto args = local_args(dir_ + "/data");
     args.insert(args.end(), extra.begin(), extra.end());
-    auto p = test::server_process::start(IC_SERVER_BINARY, args);
+    auto p = test::server_process::start(ic::test::executable("inferencecache-server"), args);
     EXPECT_NE(p, nullptr);
     return p;
   }
@@ -177,7 +178,7 @@ TEST_F(ServerLifecycle, BadFlagsExitTwoWithOneLine) {
   for (const auto& c : cases) {
     auto args = local_args(dir_ + "/data");
     args.insert(args.end(), c.begin(), c.end());
-    auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args);
+    auto [code, out] = test::run_to_exit(ic::test::executable("inferencecache-server"), args);
     EXPECT_EQ(code, 2) << out;
     ASSERT_FALSE(out.empty());
     EXPECT_EQ(out.find('\n'), out.size() - 1) << "more than one line: " << out;
@@ -206,7 +207,7 @@ TEST_F(ServerLifecycle, ListenerFailureExitsOne) {
   auto args = local_args(dir_ + "/data2");
   args.push_back("--insecure-disable-auth");
   args[1] = "--http-bind-address=127.0.0.1:" + std::to_string(first->http_port());
-  auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args);
+  auto [code, out] = test::run_to_exit(ic::test::executable("inferencecache-server"), args);
   EXPECT_EQ(code, 1) << out;
   EXPECT_NE(out.find("serve_error"), std::string::npos) << out;
   EXPECT_EQ(first->terminate(), 0);

@@ -14,6 +14,7 @@
 #include "server/tls_test_support.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -82,7 +83,8 @@ class GrpcTls : public ::testing::Test {
   }
 
   void start() {
-    server_ = test::server_process::start(IC_SERVER_BINARY, args(cert_file(), key_file()));
+    server_ = test::server_process::start(ic::test::executable("inferencecache-server"),
+                                          args(cert_file(), key_file()));
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
   }
@@ -149,7 +151,8 @@ TEST_F(GrpcTls, ExitsOneWhenTheKeyPairCannotBeLoaded) {
   };
   for (const auto& [cert, key] : cases) {
     SCOPED_TRACE(cert + " + " + key);
-    auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args(cert, key));
+    auto [code, out] =
+        test::run_to_exit(ic::test::executable("inferencecache-server"), args(cert, key));
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find("grpc_tls_load"), std::string::npos) << out;
   }

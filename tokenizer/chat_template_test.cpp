@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "index/fingerprint.hpp"
+#include "tests/support/test_paths.hpp"
 #include "tokenizer/bpe_tokenizer.hpp"
 #include "tokenizer/test_fixtures.hpp"
 
@@ -37,7 +38,7 @@ std::string render_ok(const std::string& source, const std::string& content,
 /// Renders tokenizer/testdata/<file> for every golden's content and compares.
 template <std::size_t N>
 void expect_renders(const std::string& file, const testing::render_golden (&goldens)[N]) {
-  const auto source = testing::read_file(std::string(IC_SOURCE_DIR) + "/tokenizer/testdata/" + file);
+  const auto source = testing::read_file(ic::test::source_dir() + "/tokenizer/testdata/" + file);
   ASSERT_FALSE(source.empty()) << file;
   for (const auto& g : goldens)
     EXPECT_EQ(render_ok(source, g.content, {{"bos_token", "<s>"}, {"eos_token", "</s>"}}), g.rendered)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic::tools {
 namespace {
@@ -22,7 +23,7 @@ class ToolsSmoke : public ::testing::Test {
   void SetUp() override {
     dir_ = test::make_temp_dir("ic_tools_smoke");
     server_ = test::server_process::start(
-        IC_SERVER_BINARY,
+        ic::test::executable("inferencecache-server"),
         {"--insecure-disable-auth", "--data-dir=" + dir_ + "/data",
          "--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
          "--snapshot-bind-address=127.0.0.1:0", "--metrics-stream-interval=200ms"});
@@ -42,7 +43,7 @@ class ToolsSmoke : public ::testing::Test {
   /// Runs the CLI with `args` after --addr/--admin-addr; returns {exit code, output}.
   std::pair<int, std::string> cli(std::vector<std::string> args) {
     args.insert(args.begin(), {addr_, admin_});
-    return test::run_to_exit(IC_CLI_BINARY, args, 20s);
+    return test::run_to_exit(ic::test::executable("inferencecache"), args, 20s);
   }
 
   /// Runs one bench mode for about a second and returns its --json document.
@@ -55,7 +56,8 @@ class ToolsSmoke : public ::testing::Test {
     args.insert(args.end(), extra.begin(), extra.end());
     args.push_back(mode);
     args.insert(args.end(), mode_args.begin(), mode_args.end());
-    auto [code, output] = test::run_to_exit(IC_BENCH_BINARY, args, 60s);
+    auto [code, output] =
+        test::run_to_exit(ic::test::executable("inferencecache-bench"), args, 60s);
     EXPECT_EQ(code, want) << output;
     std::ifstream in(out);
     std::stringstream ss;
@@ -159,7 +161,8 @@ TEST_F(ToolsSmoke, CliUsageErrorsExitTwoWithOneLine) {
     EXPECT_EQ(rc, 2) << args[0] << ": " << out;
     EXPECT_NE(out.find("inferencecache"), std::string::npos) << out;
   }
-  auto [rc, out] = test::run_to_exit(IC_CLI_BINARY, {"lookup", "--help"}, 20s);
+  auto [rc, out] =
+      test::run_to_exit(ic::test::executable("inferencecache"), {"lookup", "--help"}, 20s);
   EXPECT_EQ(rc, 0) << out;
   EXPECT_NE(out.find("--fail-on-no-hint"), std::string::npos);
 }
@@ -178,8 +181,8 @@ struct cli_row {
   std::vector<std::string> prints;
 };
 
-const std::string kDeployTopology = IC_SOURCE_DIR "/deploy/pd/topology.json";
-const std::string kDeployTemplates = IC_SOURCE_DIR "/deploy/templates/templates.json";
+const std::string kDeployTopology = ic::test::source_dir() + "/deploy/pd/topology.json";
+const std::string kDeployTemplates = ic::test::source_dir() + "/deploy/templates/templates.json";
 
 /// The JSON object the CLI printed (the first line starting with '{'), or discarded.
 json json_of(const std::string& out) {
@@ -341,8 +344,9 @@ TEST_F(ToolsSmoke, BenchPdComparesLookupPDRouteWithLookupRouteOnRealHits) {
 TEST_F(ToolsSmoke, BenchRecoveryRestartsItsOwnServer) {
   const std::string out = dir_ + "/recovery.json";
   auto [code, output] = test::run_to_exit(
-      IC_BENCH_BINARY,
-      {"--entries=5000", "--json=" + out, "recovery", "--server-binary=" IC_SERVER_BINARY,
+      ic::test::executable("inferencecache-bench"),
+      {"--entries=5000", "--json=" + out, "recovery",
+       std::string("--server-binary=") + ic::test::executable("inferencecache-server"),
        "--signal=kill", "--restart-timeout=30s"},
       60s);
   ASSERT_EQ(code, 0) << output;
@@ -358,10 +362,12 @@ TEST_F(ToolsSmoke, BenchRecoveryRestartsItsOwnServer) {
 /// Runs `inferencecache-bench ... killloop` and returns {exit code, output, --json document}.
 std::tuple<int, std::string, json> killloop(const std::string& dir, std::vector<std::string> extra) {
   const std::string out = dir + "/killloop.json";
-  std::vector<std::string> args = {"--json=" + out, "killloop", "--server-binary=" IC_SERVER_BINARY,
-                                   "--restart-timeout=30s"};
+  std::vector<std::string> args = {
+      "--json=" + out, "killloop",
+      std::string("--server-binary=") + ic::test::executable("inferencecache-server"),
+      "--restart-timeout=30s"};
   args.insert(args.end(), extra.begin(), extra.end());
-  auto [code, output] = test::run_to_exit(IC_BENCH_BINARY, args, 120s);
+  auto [code, output] = test::run_to_exit(ic::test::executable("inferencecache-bench"), args, 120s);
   std::ifstream in(out);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -399,14 +405,33 @@ TEST(ToolsKillLoop, ReportsAcknowledgedUpdatesTheServerNoLongerHolds) {
 }
 
 TEST_F(ToolsSmoke, BenchRefusesRemoteTargetsAndBadFlags) {
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--addr=10.1.2.3:9090", "baseline"}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"--duration=0s", "baseline"}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"lookup", "--concurrency=0"}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd"}, 20s).first, 2);  // no --admin-addr
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd", "--admin-addr=10.0.0.1:8081"}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"pd", "--admin-addr=127.0.0.1:1", "--decode-replicas=0"}, 20s).first, 2);
-  EXPECT_EQ(test::run_to_exit(IC_BENCH_BINARY, {"killloop", "--server-binary=x", "--cycles=0"}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"--addr=10.1.2.3:9090", "baseline"}, 20s)
+                .first,
+            2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"--duration=0s", "baseline"}, 20s)
+                .first,
+            2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"lookup", "--concurrency=0"}, 20s)
+                .first,
+            2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"), {}, 20s).first, 2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"), {"pd"}, 20s).first,
+            2);  // no --admin-addr
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"pd", "--admin-addr=10.0.0.1:8081"}, 20s)
+                .first,
+            2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"pd", "--admin-addr=127.0.0.1:1", "--decode-replicas=0"}, 20s)
+                .first,
+            2);
+  EXPECT_EQ(test::run_to_exit(ic::test::executable("inferencecache-bench"),
+                              {"killloop", "--server-binary=x", "--cycles=0"}, 20s)
+                .first,
+            2);
 }
 
 }  // namespace

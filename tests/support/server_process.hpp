@@ -7,7 +7,7 @@
 // (PR_SET_PDEATHSIG: tied to the thread that called start(), so call it from a thread that
 // outlives the child, e.g. the test's main thread).
 //
-//   auto s = server_process::start(IC_SERVER_BINARY, {"--insecure-disable-auth", ...});
+//   auto s = server_process::start(executable("inferencecache-server"), {"--insecure..."});
 //   ASSERT_TRUE(s->wait_ready(std::chrono::seconds(20))) << s->logs();
 //   ... s->grpc_port() ...
 //   EXPECT_EQ(s->terminate(), 0);

@@ -9,6 +9,7 @@
 
 #include "templates/template_json.hpp"
 #include "templates/template_store.hpp"
+#include "tests/support/test_paths.hpp"
 #include "tools/cli/format.hpp"
 #include "tools/common/codec.hpp"
 #include "topology/topology_json.hpp"
@@ -17,7 +18,7 @@ namespace ic::tools {
 namespace {
 
 std::string read_sample(const std::string& rel) {
-  std::ifstream in(std::string(IC_SOURCE_DIR) + "/" + rel, std::ios::binary);
+  std::ifstream in(ic::test::source_dir() + "/" + rel, std::ios::binary);
   EXPECT_TRUE(in) << rel;
   std::stringstream ss;
   ss << in.rdbuf();

@@ -7,6 +7,7 @@
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 
 namespace ic {
 namespace {
@@ -18,9 +19,9 @@ TEST(JournalInspector, SummarisesListsAndVerifiesAServerJournal) {
   std::string dir = test::make_temp_dir("ic_inspector");
   {
     auto s = test::server_process::start(
-        IC_SERVER_BINARY, {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
-                           "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir,
-                           "--insecure-disable-auth"});
+        ic::test::executable("inferencecache-server"),
+        {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+         "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir, "--insecure-disable-auth"});
     ASSERT_TRUE(s->wait_ready(30s)) << s->logs();
     auto stub = v1::InferenceCache::NewStub(
         grpc::CreateChannel(s->grpc_target(), grpc::InsecureChannelCredentials()));
@@ -41,41 +42,46 @@ TEST(JournalInspector, SummarisesListsAndVerifiesAServerJournal) {
     // SIGKILL: no final snapshot, so the records stay in the journal.
     ASSERT_EQ(s->terminate(SIGKILL), 128 + SIGKILL);
   }
-  auto [code, out] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "summary"});
+  auto [code, out] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                       {"--data-dir=" + dir, "summary"});
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("update: 2"), std::string::npos) << out;
   EXPECT_NE(out.find("sweep: 1"), std::string::npos) << out;  // the recovery sweep
   EXPECT_NE(out.find("undecodable:        0"), std::string::npos) << out;
 
-  auto [rc, records] =
-      test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "records", "--json"});
+  auto [rc, records] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                         {"--data-dir=" + dir, "records", "--json"});
   EXPECT_EQ(rc, 0) << records;
   EXPECT_NE(records.find("\"replica_id\":\"r1\""), std::string::npos) << records;
   EXPECT_NE(records.find("\"type\":\"update\""), std::string::npos) << records;
 
-  auto [vc, verify] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "verify"});
+  auto [vc, verify] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                        {"--data-dir=" + dir, "verify"});
   EXPECT_EQ(vc, 0) << verify;
   EXPECT_NE(verify.find("records: ok"), std::string::npos) << verify;
 
   // A graceful stop writes a snapshot and truncates the journal before it.
   {
     auto s = test::server_process::start(
-        IC_SERVER_BINARY, {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
-                           "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir,
-                           "--insecure-disable-auth"});
+        ic::test::executable("inferencecache-server"),
+        {"--grpc-bind-address=127.0.0.1:0", "--http-bind-address=127.0.0.1:0",
+         "--snapshot-bind-address=127.0.0.1:0", "--data-dir=" + dir, "--insecure-disable-auth"});
     ASSERT_TRUE(s->wait_ready(30s)) << s->logs();
     ASSERT_EQ(s->terminate(), 0);
   }
-  auto [sc, snaps] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "snapshots"});
+  auto [sc, snaps] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                       {"--data-dir=" + dir, "snapshots"});
   EXPECT_EQ(sc, 0) << snaps;
   EXPECT_NE(snaps.find("complete"), std::string::npos) << snaps;
-  auto [vc2, verify2] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir, "verify"});
+  auto [vc2, verify2] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                          {"--data-dir=" + dir, "verify"});
   EXPECT_EQ(vc2, 0) << verify2;
   EXPECT_NE(verify2.find(": ok"), std::string::npos) << verify2;
 
-  auto [mc, missing] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--data-dir=" + dir + "/nope", "summary"});
+  auto [mc, missing] = test::run_to_exit(ic::test::executable("inferencecache-journal"),
+                                         {"--data-dir=" + dir + "/nope", "summary"});
   EXPECT_EQ(mc, 1) << missing;
-  auto [uc, usage] = test::run_to_exit(IC_INSPECTOR_BINARY, {"--bogus"});
+  auto [uc, usage] = test::run_to_exit(ic::test::executable("inferencecache-journal"), {"--bogus"});
   EXPECT_EQ(uc, 2) << usage;
   test::remove_tree(dir);
 }

@@ -17,9 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "inferencecache/v1alpha1/inferencecache.grpc.pb.h"
-#include "tests/support/http_client.hpp"
 #include "server/tls_test_support.hpp"
+#include "tests/support/http_client.hpp"
 #include "tests/support/server_process.hpp"
+#include "tests/support/test_paths.hpp"
 #include "tools/kvevent_subscriber/fake_engine.hpp"
 
 namespace ic::kvevent {
@@ -129,7 +130,7 @@ class Subscriber : public ::testing::Test {
                                      "--http-bind-address=127.0.0.1:0", "--snapshot-bind-address=127.0.0.1:0",
                                      "--data-dir=" + dir_ + "/" + data, "--insecure-disable-auth"};
     args.insert(args.end(), extra.begin(), extra.end());
-    server_ = test::server_process::start(IC_SERVER_BINARY, args);
+    server_ = test::server_process::start(ic::test::executable("inferencecache-server"), args);
     ASSERT_NE(server_, nullptr);
     ASSERT_TRUE(server_->wait_ready(30s)) << server_->logs();
     if (grpc_port_ == 0) grpc_port_ = server_->grpc_port();
@@ -138,8 +139,9 @@ class Subscriber : public ::testing::Test {
     stub_ = v1::InferenceCache::NewStub(channel_);
   }
 
-  void start_subscriber(const std::string& pub, std::vector<std::string> extra = {},
-                        const char* binary = IC_SUBSCRIBER_BINARY) {
+  void start_subscriber(
+      const std::string& pub, std::vector<std::string> extra = {},
+      const char* binary = ic::test::executable("inferencecache-kvevent-subscriber")) {
     http_port_ = free_port();
     std::vector<std::string> args = {"--engine-endpoint=" + pub,
                                      "--server=127.0.0.1:" + std::to_string(grpc_port_),
@@ -454,7 +456,8 @@ TEST_F(Subscriber, ReportsOverTls) {
 TEST_F(Subscriber, HealthzFollowsTheCoreThreadNotTheServer) {
   grpc_port_ = free_port();  // nothing listens there
   engine eng(options{});
-  ASSERT_NO_FATAL_FAILURE(start_subscriber(eng.pub_endpoint(), {}, IC_SUBSCRIBER_TESTHOOKS_BINARY));
+  ASSERT_NO_FATAL_FAILURE(start_subscriber(
+      eng.pub_endpoint(), {}, ic::test::executable("inferencecache-kvevent-subscriber-testhooks")));
   EXPECT_TRUE(eventually([&] { return test::http_call(http_port_, "GET", "/healthz").status == 200; }));
   EXPECT_EQ(test::http_call(http_port_, "GET", "/readyz").status, 200);
   ::kill(sub_->pid(), SIGUSR2);
@@ -468,7 +471,8 @@ TEST(SubscriberFlags, InvalidConfigurationExitsTwoWithOneLine) {
            {"--model-id=m"}, {"--replica-id=r"}, {"--replica-id=r", "--model-id=m", "--hash-scheme="},
            {"--replica-id=r", "--model-id=m", "--cache-tier=xyz"}, {"--replica-id=r", "--model-id=m", "--dp-size=0"},
            {"--replica-id=r", "--model-id=m", "--lora-adapter-names=1=a,1=b"}, {"--replica-id=r", "--model-id=m", "--nope"}}) {
-    auto [code, out] = test::run_to_exit(IC_SUBSCRIBER_BINARY, args, 10s);
+    auto [code, out] =
+        test::run_to_exit(ic::test::executable("inferencecache-kvevent-subscriber"), args, 10s);
     EXPECT_EQ(code, 2) << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }
