@@ -8,8 +8,7 @@
 # README "Sanitizers") under TSan in build-tsan/. SANITIZE=none skips it, SANITIZE=asan or
 # SANITIZE=tsan runs one pass.
 # Cost on the 2-core box (docs/benchmarks.md, "Sanitizer pass in CI (session 7)"): with
-# ccache warm (a clone at the same path, or any path but for the ~25 test files that embed
-# a path) ASan ~5.3 min, TSan ~2.7 min on top of the ~6 min of the rest; with ccache cold
+# ccache warm (a clone at any path: no object embeds one) ASan ~5.3 min, TSan ~2.7 min on top of the ~6 min of the rest; with ccache cold
 # the ASan build alone takes ~23 min and TSan's ~10 min, which does not fit 25 minutes.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
