@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "journal/jetstream/replica_duties.hpp"
+
 namespace ic::journal::jetstream {
 namespace {
 
@@ -28,6 +30,7 @@ std::int64_t wall_ns() {
 result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_options& opts) {
   std::unique_ptr<jetstream_log> l(new jetstream_log());
   l->opts_ = opts;
+  l->reset_armed_ = opts.reset_uncovered;
   auto w = writer::open(opts.nats);
   if (!w.ok()) return w.status();
   l->writer_ = std::move(w).value();
@@ -142,8 +145,7 @@ status jetstream_log::read_after(std::uint64_t after,
                                  const std::function<bool(const record_view&)>& visit) {
   delivered_ = after;
   marking_ = true;  // the mark holds the purge at what this replica still reads
-  const std::uint64_t from = std::max<std::uint64_t>(1, stream_seq_of(after) +
-                                                            (after == 0 ? 1 : 0));
+  const std::uint64_t from = needed_from(after);
   auto st = writer_->state();
   if (!st.ok()) return st.status();
   note_stream_last(st->last_seq);
@@ -240,6 +242,7 @@ log_stats jetstream_log::stats() const {
   }
   s.consumer_resets = resets_.load();
   s.gaps = gaps_.load();
+  s.journal_resets = journal_resets_.load();
   s.skipped_batches = skipped_.load();
   s.first_position = stream_first_.load();
   s.shared_snapshots = shared_ != nullptr;

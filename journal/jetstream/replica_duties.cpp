@@ -57,7 +57,7 @@ status decode_snapshot_blob(std::string_view blob, std::uint64_t* covering_posit
 }
 
 std::uint64_t needed_from(std::uint64_t position) {
-  return std::max<std::uint64_t>(1, stream_seq_of(position));
+  return std::max<std::uint64_t>(1, stream_seq_of(position + 1));
 }
 
 std::uint64_t not_needed_through(std::uint64_t position) { return needed_from(position) - 1; }

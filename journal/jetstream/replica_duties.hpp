@@ -45,8 +45,9 @@ status decode_snapshot_blob(std::string_view blob, std::uint64_t* covering_posit
                             const std::function<status(std::string_view)>& on_chunk);
 
 // --- positions ------------------------------------------------------------------------
-/// The first stream sequence a replica at record position `position` must still read
-/// (read_after re-reads the envelope of `position`): max(1, stream_seq_of(position)).
+/// The first stream sequence a replica at record position `position` must still read:
+/// the envelope of the first record after `position` (read_after re-reads the envelope of
+/// `position` unless `position` is its last possible record), at least 1.
 std::uint64_t needed_from(std::uint64_t position);
 /// Stream sequences ≤ this are not needed by state at `position` (needed_from − 1): a
 /// manifest's covering_seq and a replica's mark.

@@ -54,6 +54,9 @@ TEST(ReplicaDuties, PositionsNameTheEnvelopeStillNeeded) {
   EXPECT_EQ(needed_from(record_position(9, 0)), 9u);
   EXPECT_EQ(needed_from(record_position(9, 4095)), 9u);
   EXPECT_EQ(not_needed_through(record_position(9, 2)), 8u);
+  // Its last possible record (a skipped envelope, or a reset's start): the next one.
+  EXPECT_EQ(needed_from(record_position(9, max_records_per_batch - 1)), 10u);
+  EXPECT_EQ(not_needed_through(record_position(10, 0) - 1), 9u);
 }
 
 TEST(ReplicaDuties, PurgeBoundNeverPassesTheManifestOrTheSlowestMark) {
