@@ -287,7 +287,14 @@ void jetstream_log::run_duties() {
       duty_cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return stop_duties_; });
       continue;
     }
-    switch (keeper.next(now)) {
+    // Halted at a gap, this replica takes no new snapshots: let the lease expire (TTL) so a
+    // replica that applies takes it and uploads the snapshot that covers the gap.
+    const bool at_gap = at_gap_.load();
+    if (at_gap && keeper.holder()) {
+      keeper.failed(now);
+      event(true, "halted at a gap: stepped down from the snapshotter lease");
+    }
+    switch (at_gap ? lease_keeper::action::none : keeper.next(now)) {
       case lease_keeper::action::acquire: {
         auto got = shared_->acquire_lease();
         if (got.ok())

@@ -144,6 +144,7 @@ bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
 status jetstream_log::read_after(std::uint64_t after,
                                  const std::function<bool(const record_view&)>& visit) {
   delivered_ = after;
+  at_gap_ = false;
   marking_ = true;  // the mark holds the purge at what this replica still reads
   const std::uint64_t from = needed_from(after);
   auto st = writer_->state();
@@ -195,6 +196,7 @@ status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
       if (got.status().code() == errc::out_of_range) {
         ++gaps_;
         live_gap_counted_ = true;
+        at_gap_ = true;
         report_live_gap(got.status());
         return got.status();
       }

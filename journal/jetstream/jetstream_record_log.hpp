@@ -197,6 +197,10 @@ class jetstream_log final : public record_log {
     bool forced = false;  ///< after a journal reset: upload even without the lease
   };
   std::optional<upload_job> upload_;
+  /// Set when follow() stopped at a gap, cleared when read_after starts again (a reload
+  /// found a snapshot): a replica that does not apply never holds the lease, since its
+  /// uploads stop while a live one could take them over.
+  std::atomic<bool> at_gap_{false};
   /// Marks are written once read_after started (delivered_ is then meaningful).
   std::atomic<bool> marking_{false};
   std::atomic<bool> lease_holder_{false};
