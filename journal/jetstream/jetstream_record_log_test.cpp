@@ -169,7 +169,8 @@ bool eventually(Pred pred) {
 
 // The duties end to end on one node: the lease holder uploads its local snapshot and purges
 // below it; an empty dir and a stale local snapshot (a gap, counted) start from the shared
-// one; a purge past the manifest leaves a replica uncovered (refused with one line).
+// one; a purge past the manifest leaves a replica uncovered (refused with one line), unless
+// it accepts the loss (--journal-reset): then it starts empty and uploads at once.
 TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed";
   std::string why;
@@ -242,6 +243,44 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   EXPECT_EQ(dinfo.status().code(), errc::out_of_range);
   EXPECT_NE(dinfo.status().message().find("no shared snapshot covers it"), std::string::npos)
       << dinfo.status().to_string();
+
+  // --journal-reset: E (not the lease holder: A still holds it) accepts the loss, starts
+  // empty just before the first sequence (5), reads what follows, and its next local
+  // snapshot is uploaded at once; F on an empty dir then starts from it (no reset needed).
+  ASSERT_TRUE((*w)->append({{1, "e5"}}).ok());
+  auto reset_opts = shared_opts("re");
+  reset_opts.reset_uncovered = true;
+  auto e = jetstream_log::open(reset_opts);
+  ASSERT_TRUE(e.ok());
+  auto [einfo, echunks] = newest(**e);
+  ASSERT_FALSE(einfo.ok());
+  EXPECT_EQ(einfo.status().code(), errc::not_found) << einfo.status().to_string();
+  EXPECT_EQ((*e)->reset_through(), record_position(5, 0) - 1);
+  EXPECT_EQ((*e)->stats().journal_resets, 1u);
+  std::vector<std::string> kept;
+  ASSERT_TRUE((*e)->read_after((*e)->reset_through(), [&](const record_view& r) {
+    kept.emplace_back(r.payload);
+    return true;
+  }).ok());
+  EXPECT_EQ(kept, std::vector<std::string>{"e5"});
+  EXPECT_FALSE((*e)->stats().lease_holder);
+  local_snapshot(**e, record_position(5, 0), {"reset-state"});
+  ASSERT_TRUE((*e)->truncate_through(record_position(5, 0)).ok());  // as the snapshot writer does
+  ASSERT_TRUE(eventually([&] { return (*e)->stats().shared_snapshot_bytes > 0; }))
+      << "the reset's snapshot was not uploaded";
+  auto f_opts = shared_opts("rf");
+  f_opts.reset_uncovered = true;  // given, but the shared snapshot covers: a normal start
+  auto f = jetstream_log::open(f_opts);
+  ASSERT_TRUE(f.ok());
+  auto [finfo, fchunks] = newest(**f);
+  ASSERT_TRUE(finfo.ok()) << finfo.status().to_string();
+  EXPECT_EQ((*f)->stats().journal_resets, 0u);
+  EXPECT_EQ(finfo->covering_seq, record_position(5, 0));
+  EXPECT_EQ(fchunks, std::vector<std::string>{"reset-state"});
+  // A second look on E (a reload) never resets again.
+  auto [again, again_chunks] = newest(**e);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ((*e)->stats().journal_resets, 1u);
   ic::test::remove_tree(tmp);
 }
 
