@@ -405,9 +405,9 @@ class JetStreamSharedSnapshots : public JetStreamReplicas {
   /// A writer of its own on the stream, to purge it by hand (nullptr: failure recorded).
   std::unique_ptr<journal::jetstream::writer> purger() {
     journal::jetstream::options o;
-    o.servers = {nats_->url(0)};
+    o.servers = nats_->urls();
     o.replica_id = "purger";
-    o.replicas = 1;
+    o.replicas = nodes_ == 1 ? 1 : 3;
     auto w = journal::jetstream::writer::open(o);
     EXPECT_TRUE(w.ok()) << w.status().to_string();
     return w.ok() ? std::move(w).value() : nullptr;
@@ -541,8 +541,11 @@ class JetStreamLiveGap : public JetStreamSharedSnapshots {
     ingest(prefix, n);
     expect_all(*b_, prefix, n);
   }
+  /// The --journal-reset scenario (below), on `nodes_` NATS nodes.
+  void reset_lets_the_other_halted_replica_recover();
   void TearDown() override {
-    if (b_) ::kill(b_->pid(), SIGCONT);  // never leave a stopped process behind
+    if (a_) ::kill(a_->pid(), SIGCONT);  // never leave a stopped process behind
+    if (b_) ::kill(b_->pid(), SIGCONT);
     JetStreamSharedSnapshots::TearDown();
   }
 };
@@ -616,14 +619,15 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
   EXPECT_EQ(b_->terminate(), 0);
 }
 
-// --journal-reset (spec §3.8): both replicas stopped, NATS restarted (their consumers are
-// gone), and while they were away records were written and purged past the newest shared
-// snapshot, then one more written: each meets a gap nothing covers and halts. B restarted
-// with --journal-reset rebuilds from the stream's first sequence, names the lost range,
-// accepts producers and writes a shared snapshot at once; A, still halted, finds it at its
-// next 5 s retry and reloads by itself: both then serve the identical index (the records
-// before the gap are gone on both). A restarted with the flag and no gap starts normally.
-TEST_F(JetStreamLiveGap, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecover) {
+// --journal-reset (spec §3.8): both replicas stopped, a NATS node restarted (their
+// consumers are reset), and while they were away records were written and purged past the
+// newest shared snapshot, then one more written: each meets a gap nothing covers and halts.
+// B restarted with --journal-reset rebuilds from the stream's first sequence, names the lost
+// range, accepts producers and writes a shared snapshot at once; A, still halted, finds it
+// at its next 5 s retry and reloads by itself: both then serve the identical index (the
+// records before the gap are gone on both). A restarted with the flag and no gap starts
+// normally.
+void JetStreamLiveGap::reset_lets_the_other_halted_replica_recover() {
   start_pair_with("g", 5);
   ASSERT_FALSE(HasFatalFailure());
   ASSERT_EQ(::kill(a_->pid(), SIGSTOP), 0);
@@ -699,6 +703,20 @@ TEST_F(JetStreamLiveGap, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecov
   EXPECT_EQ(test::wait_identical({a_.get(), b_.get()}, {"t"}, 10s), "");
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
+}
+
+TEST_F(JetStreamLiveGap, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecover) {
+  reset_lets_the_other_halted_replica_recover();
+}
+
+// The same on the 3-node loopback cluster (stream and buckets R3).
+class JetStreamLiveGapCluster : public JetStreamLiveGap {
+ protected:
+  JetStreamLiveGapCluster() { nodes_ = 3; }
+};
+
+TEST_F(JetStreamLiveGapCluster, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecover) {
+  reset_lets_the_other_halted_replica_recover();
 }
 
 }  // namespace
