@@ -600,6 +600,36 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
   EXPECT_EQ(lookup(*sb, {"g0"}).reason_code(), "PREFIX_MATCH");   // the old state serves
   EXPECT_NE(lookup(*sb, {"after1"}).reason_code(), "PREFIX_MATCH");
   EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_reloads_total"), 0);
+  // --journal-reset is refused beside A, which lost nothing: a third replica on an empty
+  // dir with the flag exits like one without it (once A's mark, written every 5 s, shows it).
+  {
+    auto w = purger();
+    ASSERT_TRUE(w);
+    const auto st = w->state();
+    ASSERT_TRUE(st.ok()) << st.status().to_string();
+    journal::jetstream::options o;
+    o.servers = nats_->urls();
+    o.replica_id = "probe";
+    o.replicas = 1;
+    auto shared = journal::jetstream::shared_snapshots::open(o);
+    ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+    ASSERT_TRUE(eventually([&] {
+      auto marks = (*shared)->live_marks();
+      if (!marks.ok()) return false;
+      for (const auto& [id, mark] : *marks)
+        if (id == "ra" && mark + 2 >= st->first_seq) return true;
+      return false;
+    }, 10s));
+    const std::string dir_c = test::make_temp_dir("ic_js_c");
+    auto args = test::replica_args(dir_c, "rc", nats_urls(), 1);
+    args.insert(args.end(), kSharedFlags.begin(), kSharedFlags.end());
+    args.push_back("--journal-reset");
+    const auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args, 30s);
+    test::remove_tree(dir_c);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("--journal-reset refused: replica ra is live"), std::string::npos) << out;
+    EXPECT_EQ(out.find("journal reset (--journal-reset)"), std::string::npos) << out;
+  }
   // A applies more: a local snapshot of it is uploaded (at most one per
   // --shared-snapshot-interval, so A ingests until one was) and covers the gap.
   auto sa = stub(*a_);

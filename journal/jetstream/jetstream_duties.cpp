@@ -63,15 +63,24 @@ result<snapshot_info> jetstream_log::read_newest_snapshot(
       std::to_string(needed_from(local_pos.value_or(0)));
   // A gap met while following was counted there already (one gap, one count).
   if (const bool counted = live_gap_counted_.exchange(false); plan.gap && !counted) ++gaps_;
-  if (may_reset && plan.source == start_source::uncovered)
-    return accept_loss(st->first_seq, st->msgs, local_pos, covering);
-  if (may_reset)
+  if (may_reset && plan.source == start_source::uncovered) {
+    auto marks = shared_->live_marks();
+    if (!marks.ok()) return marks.status();
+    const auto holder = replica_holding_the_state(*marks, opts_.nats.replica_id, st->first_seq);
+    if (!holder) return accept_loss(st->first_seq, st->msgs, local_pos, covering);
+    event(true, "--journal-reset refused: replica " + holder->first + " is live with mark " +
+                    std::to_string(holder->second) + " (the stream's first sequence is " +
+                    std::to_string(st->first_seq) +
+                    "): it lost nothing and uploads a covering shared snapshot itself; a "
+                    "reset beside it would diverge from it");
+  } else if (may_reset) {
     event(false, "--journal-reset not needed: the " +
                      std::string(plan.source == start_source::shared ? "shared snapshot"
                                  : plan.source == start_source::local ? "local snapshot"
                                                                       : "whole stream") +
                      " covers what this replica needs (" + need +
                      "); starting normally, nothing lost");
+  }
   switch (plan.source) {
     case start_source::local:
     case start_source::stream:

@@ -244,10 +244,24 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   EXPECT_NE(dinfo.status().message().find("no shared snapshot covers it"), std::string::npos)
       << dinfo.status().to_string();
 
-  // --journal-reset: E (not the lease holder: A still holds it) accepts the loss, starts
-  // empty just before the first sequence (5), reads what follows, and its next local
-  // snapshot is uploaded at once; F on an empty dir then starts from it (no reset needed).
+  // --journal-reset beside B, which applied envelope 4 (mark 3 ≥ first 5 − 2) and so lost
+  // nothing: refused like a start without the flag.
+  auto refused_opts = shared_opts("rr");
+  refused_opts.reset_uncovered = true;
+  auto rr = jetstream_log::open(refused_opts);
+  ASSERT_TRUE(rr.ok());
+  auto [rrinfo, rrchunks] = newest(**rr);
+  ASSERT_FALSE(rrinfo.ok());
+  EXPECT_EQ(rrinfo.status().code(), errc::out_of_range) << rrinfo.status().to_string();
+  EXPECT_EQ((*rr)->stats().journal_resets, 0u);
+
+  // Purged past B too (e5 written and purged, e6 kept): E (not the lease holder: A still
+  // holds it) accepts the loss, starts empty just before the first sequence (6), reads what
+  // follows, and its next local snapshot is uploaded at once; F on an empty dir then starts
+  // from it (no reset needed).
   ASSERT_TRUE((*w)->append({{1, "e5"}}).ok());
+  ASSERT_TRUE((*w)->truncate_before(6).ok());
+  ASSERT_TRUE((*w)->append({{1, "e6"}}).ok());
   auto reset_opts = shared_opts("re");
   reset_opts.reset_uncovered = true;
   auto e = jetstream_log::open(reset_opts);
@@ -255,17 +269,17 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   auto [einfo, echunks] = newest(**e);
   ASSERT_FALSE(einfo.ok());
   EXPECT_EQ(einfo.status().code(), errc::not_found) << einfo.status().to_string();
-  EXPECT_EQ((*e)->reset_through(), record_position(5, 0) - 1);
+  EXPECT_EQ((*e)->reset_through(), record_position(6, 0) - 1);
   EXPECT_EQ((*e)->stats().journal_resets, 1u);
   std::vector<std::string> kept;
   ASSERT_TRUE((*e)->read_after((*e)->reset_through(), [&](const record_view& r) {
     kept.emplace_back(r.payload);
     return true;
   }).ok());
-  EXPECT_EQ(kept, std::vector<std::string>{"e5"});
+  EXPECT_EQ(kept, std::vector<std::string>{"e6"});
   EXPECT_FALSE((*e)->stats().lease_holder);
-  local_snapshot(**e, record_position(5, 0), {"reset-state"});
-  ASSERT_TRUE((*e)->truncate_through(record_position(5, 0)).ok());  // as the snapshot writer does
+  local_snapshot(**e, record_position(6, 0), {"reset-state"});
+  ASSERT_TRUE((*e)->truncate_through(record_position(6, 0)).ok());  // as the snapshot writer does
   ASSERT_TRUE(eventually([&] { return (*e)->stats().shared_snapshot_bytes > 0; }))
       << "the reset's snapshot was not uploaded";
   auto f_opts = shared_opts("rf");
@@ -275,7 +289,7 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   auto [finfo, fchunks] = newest(**f);
   ASSERT_TRUE(finfo.ok()) << finfo.status().to_string();
   EXPECT_EQ((*f)->stats().journal_resets, 0u);
-  EXPECT_EQ(finfo->covering_seq, record_position(5, 0));
+  EXPECT_EQ(finfo->covering_seq, record_position(6, 0));
   EXPECT_EQ(fchunks, std::vector<std::string>{"reset-state"});
   // A second look on E (a reload) never resets again.
   auto [again, again_chunks] = newest(**e);

@@ -90,6 +90,14 @@ start_plan plan_start(std::optional<std::uint64_t> local_covering, std::uint64_t
   return p;
 }
 
+std::optional<std::pair<std::string, std::uint64_t>> replica_holding_the_state(
+    const std::vector<std::pair<std::string, std::uint64_t>>& marks, const std::string& self,
+    std::uint64_t stream_first) {
+  for (const auto& m : marks)
+    if (m.first != self && m.second + 2 >= stream_first) return m;
+  return std::nullopt;
+}
+
 lease_keeper::action lease_keeper::next(clock::time_point now) const {
   if (last_try_ && now - *last_try_ < every_) return action::none;
   return held_ ? action::renew : action::acquire;

@@ -80,6 +80,17 @@ struct start_plan {
 start_plan plan_start(std::optional<std::uint64_t> local_covering, std::uint64_t stream_first,
                       std::optional<std::uint64_t> manifest_covering);
 
+/// Before a journal reset (`--journal-reset`): the first replica of `marks` (id, mark;
+/// live marks as shared_snapshots::live_marks) other than `self` that lost nothing — its
+/// mark reaches `stream_first` − 2, so it applied envelope `stream_first` − 1 and follows
+/// on (a replica halted at the gap needed a sequence < `stream_first` − 1, so its mark is
+/// at most `stream_first` − 3). That replica still serves the whole index and uploads a
+/// covering shared snapshot itself; a reset beside it would make the two diverge. nullopt
+/// when none.
+std::optional<std::pair<std::string, std::uint64_t>> replica_holding_the_state(
+    const std::vector<std::pair<std::string, std::uint64_t>>& marks, const std::string& self,
+    std::uint64_t stream_first);
+
 // --- the lease ------------------------------------------------------------------------
 /// The snapshotter lease of one replica (spec §3.7): acquire when free, renew every
 /// `renew_every` while held, step down at the first renew that fails or is refused.
