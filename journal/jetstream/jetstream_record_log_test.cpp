@@ -177,10 +177,11 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   auto c = nats_cluster::start(1, &why);
   ASSERT_TRUE(c) << why;
   const std::string tmp = ic::test::make_temp_dir("ic_jsrl_shared");
-  auto shared_opts = [&](const std::string& id) {
+  auto shared_opts = [&](const std::string& id, bool journal_reset = false) {
     auto o = log_options(*c, id, tmp + "/" + id);
     o.shared_snapshot_interval = 10ms;
     o.mark_interval = 100ms;
+    o.reset_uncovered = journal_reset;
     return o;
   };
   // C first (no duties, so no mark): a local snapshot at envelope 1, then C stops.
@@ -246,14 +247,12 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
 
   // --journal-reset beside B, which applied envelope 4 (mark 3 ≥ first 5 − 2) and so lost
   // nothing: refused like a start without the flag.
-  auto refused_opts = shared_opts("rr");
-  refused_opts.reset_uncovered = true;
-  auto rr = jetstream_log::open(refused_opts);
-  ASSERT_TRUE(rr.ok());
-  auto [rrinfo, rrchunks] = newest(**rr);
-  ASSERT_FALSE(rrinfo.ok());
-  EXPECT_EQ(rrinfo.status().code(), errc::out_of_range) << rrinfo.status().to_string();
-  EXPECT_EQ((*rr)->stats().journal_resets, 0u);
+  {
+    auto rr = jetstream_log::open(shared_opts("rr", true));
+    ASSERT_TRUE(rr.ok());
+    EXPECT_EQ(newest(**rr).first.status().code(), errc::out_of_range);
+    EXPECT_EQ((*rr)->stats().journal_resets, 0u);
+  }
 
   // Purged past B too (e5 written and purged, e6 kept): E (not the lease holder: A still
   // holds it) accepts the loss, starts empty just before the first sequence (6), reads what
@@ -262,9 +261,7 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   ASSERT_TRUE((*w)->append({{1, "e5"}}).ok());
   ASSERT_TRUE((*w)->truncate_before(6).ok());
   ASSERT_TRUE((*w)->append({{1, "e6"}}).ok());
-  auto reset_opts = shared_opts("re");
-  reset_opts.reset_uncovered = true;
-  auto e = jetstream_log::open(reset_opts);
+  auto e = jetstream_log::open(shared_opts("re", true));
   ASSERT_TRUE(e.ok());
   auto [einfo, echunks] = newest(**e);
   ASSERT_FALSE(einfo.ok());
@@ -282,9 +279,7 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   ASSERT_TRUE((*e)->truncate_through(record_position(6, 0)).ok());  // as the snapshot writer does
   ASSERT_TRUE(eventually([&] { return (*e)->stats().shared_snapshot_bytes > 0; }))
       << "the reset's snapshot was not uploaded";
-  auto f_opts = shared_opts("rf");
-  f_opts.reset_uncovered = true;  // given, but the shared snapshot covers: a normal start
-  auto f = jetstream_log::open(f_opts);
+  auto f = jetstream_log::open(shared_opts("rf", true));  // the flag, but a snapshot covers
   ASSERT_TRUE(f.ok());
   auto [finfo, fchunks] = newest(**f);
   ASSERT_TRUE(finfo.ok()) << finfo.status().to_string();
