@@ -4,6 +4,8 @@
 #include <optional>
 #include <thread>
 
+#include "journal/jetstream/replica_duties.hpp"
+
 namespace ic::journal::jetstream {
 namespace {
 
@@ -32,6 +34,7 @@ std::int64_t wall_ns() {
 result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_options& opts) {
   std::unique_ptr<jetstream_log> l(new jetstream_log());
   l->opts_ = opts;
+  l->reset_armed_ = opts.reset_uncovered;
   auto w = writer::open(opts.nats);
   if (!w.ok()) return w.status();
   l->writer_ = std::move(w).value();
@@ -145,9 +148,9 @@ bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
 status jetstream_log::read_after(std::uint64_t after,
                                  const std::function<bool(const record_view&)>& visit) {
   delivered_ = after;
+  at_gap_ = false;
   marking_ = true;  // the mark holds the purge at what this replica still reads
-  const std::uint64_t from = std::max<std::uint64_t>(1, stream_seq_of(after) +
-                                                            (after == 0 ? 1 : 0));
+  const std::uint64_t from = needed_from(after);
   auto st = writer_->state();
   if (!st.ok()) return st.status();
   note_stream_last(st->last_seq);
@@ -200,6 +203,7 @@ status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
       if (got.status().code() == errc::out_of_range) {
         ++gaps_;
         live_gap_counted_ = true;
+        at_gap_ = true;
         report_live_gap(got.status());
         return got.status();
       }
@@ -267,6 +271,7 @@ log_stats jetstream_log::stats() const {
   }
   s.consumer_resets = resets_.load();
   s.gaps = gaps_.load();
+  s.journal_resets = journal_resets_.load();
   s.skipped_batches = skipped_.load();
   s.first_position = stream_first_.load();
   s.shared_snapshots = shared_ != nullptr;
