@@ -169,7 +169,16 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
   }
   p->journal = spawn_journal_actor(p->system, p->log.get(), p->repl.get(), p->coordinator,
                                    probe, options.sweep_interval, clock, sh.timer_clock);
-  return std::unique_ptr<runtime>(new runtime(std::move(p)));
+  std::unique_ptr<runtime> rt(new runtime(std::move(p)));
+  // After a journal reset (--journal-reset) the halted replicas wait for a shared snapshot
+  // of this state: take the local snapshot now; the log uploads it at once.
+  if (rt->impl_->log->reset_through() > 0) {
+    auto r = rt->snapshot_now_blocking(std::chrono::seconds(30));
+    if (!r || !r->ok)
+      spdlog::error("{}: the snapshot after the journal reset failed ({}); the next one "
+                    "uploads it", rt->impl_->log->describe(), r ? r->error : "timed out");
+  }
+  return rt;
 }
 
 void runtime::append(proto::record_kind kind, std::string payload, std::shared_ptr<append_sink> sink,

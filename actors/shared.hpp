@@ -65,8 +65,9 @@ struct policy_cell {
 /// `try_write()` finds the gate free and no frozen read holds the tenant. A gateway thread
 /// may decide a short lookup (or PD route, or GetCacheState) right on `st` while
 /// `gate.try_read()` holds, and otherwise asks the actor. LFU credits of lookups decided
-/// that way wait in the entry until they are settled or the actor's next handler applies
-/// them (before anything else it does, so every later mutation and read sees them).
+/// that way wait in the entry until the actor's next handler applies them (before anything
+/// else it does, so every later mutation and read sees them), or are settled once
+/// `settle_hits` of them wait.
 struct tenant_entry {
   explicit tenant_entry(std::shared_ptr<state::tenant_state> s) : st(std::move(s)) {}
   std::shared_ptr<state::tenant_state> st;
@@ -77,25 +78,44 @@ struct tenant_entry {
   /// only by the gate's writer.
   bool held = false;
 
+  /// Waiting LFU hits (and their replicas) that make a fast-path lookup settle them
+  /// (`settle_credits`) rather than leave them for the actor's next handler. Bounds what
+  /// waits (~24 B a hit, ~64 B a replica) without taking the gate as the writer for every
+  /// lookup, which turned concurrent readers away to the actor's mailbox (docs/benchmarks.md,
+  /// issue #13).
+  static constexpr std::size_t settle_hits = 16384;
+
   /// Adds a fast-path lookup's credit (called inside `gate.try_read()`); true when the
-  /// caller must send the actor one `credit` message so it applies them soon.
+  /// waiting hits reached `settle_hits` and none was asked to settle them yet: the caller
+  /// then settles them (`settle_credits`). Below that they wait for the actor's next
+  /// handler, which applies them before anything it changes or reads. A credit without hits (every lookup of a tenant that does not evict by LFU) changes
+  /// nothing (`tenant_index::credit_lfu`) and is not kept.
   bool add_credit(std::vector<index::scored_replica>&& credit) {
+    std::size_t hits = 0;
+    for (const auto& r : credit) hits += r.hits.size();
+    if (hits == 0) return false;
+    hits += credit.size();  // each waiting replica costs its name too
     std::lock_guard<std::mutex> g(credit_mu_);
     if (credits_.empty()) credits_ = std::move(credit);
     else credits_.insert(credits_.end(), std::make_move_iterator(credit.begin()),
                          std::make_move_iterator(credit.end()));
-    return !std::exchange(credit_sent_, true);
+    waiting_hits_ += hits;
+    if (credit_sent_ || waiting_hits_ < settle_hits) return false;
+    credit_sent_ = true;
+    return true;
   }
   /// Takes the waiting credits (the actor, holding `gate` as the writer).
   std::vector<index::scored_replica> take_credits() {
     std::lock_guard<std::mutex> g(credit_mu_);
     credit_sent_ = false;
+    waiting_hits_ = 0;
     return std::exchange(credits_, {});
   }
 
  private:
   std::mutex credit_mu_;
   std::vector<index::scored_replica> credits_;
+  std::size_t waiting_hits_ = 0;
   bool credit_sent_ = false;
 };
 

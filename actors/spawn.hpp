@@ -42,7 +42,7 @@ std::shared_ptr<tenant_entry> spawn_tenant_entry(caf::actor_system& sys,
                                                 runtime_shared* sh);
 
 /// Applies the LFU credits fast-path lookups left in `e` (after one found `add_credit`
-/// true): right here when the gate is free and no frozen read holds the tenant, else by one
+/// true: `tenant_entry::settle_hits` of them wait): right here when the gate is free and no frozen read holds the tenant, else by one
 /// `credit` message to the tenant actor. Called by gateway threads, outside the gate.
 void settle_credits(caf::actor_system& sys, tenant_entry& e);
 

@@ -1,15 +1,18 @@
-// Arena-backed LookupRoute messages: the callback API's message allocator for the hottest RPC.
+// Reused LookupRoute messages: the callback API's message allocator for the hottest RPC.
 //
-// gRPC parses each LookupRoute request into messages this pool hands out. Every holder owns a
-// protobuf arena whose first block lives inside the holder, so parsing a request (64 block
-// hashes are 64 strings) and building its response allocate nothing on the heap; when gRPC is
-// done with the call (`Release`) the arena is reset and the holder goes back to the pool.
+// gRPC parses each LookupRoute request into messages this pool hands out. A holder keeps one
+// request and one response for its whole life and only clears them between calls, and
+// protobuf's Clear() keeps what the fields allocated (the 64 strings of a chain's block
+// hashes, the replica scores, string capacity), so the next call parses and answers into
+// memory that is already there: no heap allocation and no per-string arena cleanup in the
+// steady state (docs/benchmarks.md, issue #13).
 //
 //   lookup_message_pool pool;                          // outlives the grpc::Server
 //   service.SetMessageAllocatorFor_LookupRoute(&pool);
 //
-// Requests larger than the inline block (long token_ids or prompt_text) spill into heap
-// blocks of the arena, freed at the reset. Thread-safe.
+// A call whose messages held more than `max_kept_bytes` (long token_ids or prompt_text, a
+// long chain) gets its messages freed and new ones made, so an idle holder keeps at most
+// about that much. Thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +29,9 @@ class lookup_message_pool final
     : public grpc::MessageAllocator<inferencecache::v1alpha1::LookupRouteRequest,
                                     inferencecache::v1alpha1::LookupRouteResponse> {
  public:
+  /// Bytes a holder's messages may have held in one call and still be kept (cleared).
+  static constexpr std::size_t max_kept_bytes = 16 * 1024;
+
   /// Keeps at most `max_idle` released holders for reuse (others are freed). Default 1024.
   explicit lookup_message_pool(std::size_t max_idle = 1024) : max_idle_(max_idle) {}
   ~lookup_message_pool() override;

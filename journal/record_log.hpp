@@ -98,6 +98,8 @@ struct log_stats {
   std::uint64_t consumer_resets = 0;
   /// Times follow()/read_after() stopped at a gap (purged past this replica).
   std::uint64_t gaps = 0;
+  /// Start-ups that accepted losing records after an operator's reset (reset_through()).
+  std::uint64_t journal_resets = 0;
   /// Filled by the runtime (actors/replication.hpp), not the log: true while this replica
   /// stopped applying after a gap (reloading, or no shared snapshot covers it yet), and the
   /// live reloads after a gap that completed.
@@ -188,6 +190,11 @@ class record_log {
   virtual std::uint64_t last_position() const = 0;
   /// Positions ≤ this are gone (truncated); 0 when never truncated.
   virtual std::uint64_t truncated_through() const = 0;
+  /// Positions ≤ this were given up at start-up by an operator's reset (jetstream
+  /// `--journal-reset`): the log lost records the state needs and no snapshot covers them,
+  /// so read_newest_snapshot answered not_found and recovery starts from an empty state,
+  /// reading what follows. 0 = no reset (rocksdb: always).
+  virtual std::uint64_t reset_through() const { return 0; }
   /// The reason a torn tail was dropped at open ("" when none).
   virtual std::string torn_tail() const = 0;
 

@@ -193,7 +193,8 @@ std::string summary(const std::variant<server_config, early_exit>& r) {
                       static_cast<long long>(c.journal.append_timeout.count()),
                       static_cast<long long>(c.journal.shared_snapshot_interval.count()),
                       static_cast<long long>(c.journal.max_apply_lag.count()),
-                      static_cast<long long>(c.journal.lfu_credit_interval.count())})
+                      static_cast<long long>(c.journal.lfu_credit_interval.count()),
+                      static_cast<long long>(c.journal.journal_reset)})
     s += std::to_string(n) + "|";
   return s;
 }
@@ -206,7 +207,7 @@ TEST(ServerConfig, AReusedParserAnswersEachCommandLineAsAFreshOne) {
        "--default-ttl=1h", "--grpc-bind-address=127.0.0.1:1", "--max-index-entries=5",
        "--snapshot-every-records=7", "--http-idle-timeout=3s", "--journal=jetstream",
        "--nats-servers=nats://a:1,nats://b:2", "--replica-id=r1", "--nats-replicas=3",
-       "--max-apply-lag=0"},
+       "--max-apply-lag=0", "--journal-reset"},
       {"--insecure-disable-auth"},
       {"--insecure-disable-auth", "--nats-replicas=3"},  // needs --journal=jetstream: refused
       {"--insecure-disable-auth", "--journal=jetstream", "--nats-servers=nats://c:3"},

@@ -19,7 +19,7 @@ const char* const kNatsOnly[] = {"--nats-servers",   "--replica-id",
                                  "--nats-stream",    "--nats-replicas",
                                  "--nats-creds-file", "--journal-append-timeout",
                                  "--shared-snapshot-interval", "--max-apply-lag",
-                                 "--lfu-credit-interval"};
+                                 "--lfu-credit-interval", "--journal-reset"};
 
 std::string default_replica_id() {
   char host[256] = {};
@@ -73,6 +73,10 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
   app.add_option("--lfu-credit-interval", text.lfu_credit_interval,
                  "journal lookups' LFU credits as one record per replica this often")
       ->capture_default_str();
+  app.add_flag("--journal-reset", cfg.journal_reset,
+               "start even when the stream was purged past this replica and no snapshot covers "
+               "it: rebuild from the stream's first sequence (the rest is lost) and write the "
+               "shared snapshot other halted replicas recover from; a no-op when covered");
 }
 
 std::optional<std::string> finish_journal_flags(const CLI::App& app, const journal_flag_text& text,
@@ -152,6 +156,7 @@ std::function<journal::result<std::unique_ptr<journal::record_log>>()> journal_o
   o.snapshot_dir = (std::filesystem::path(data_dir) / "snapshots").string();
   o.local.fsync = fsync;
   o.shared_snapshot_interval = duration_cast<milliseconds>(cfg.shared_snapshot_interval);
+  o.reset_uncovered = cfg.journal_reset;
   o.on_event = [](bool warn, const std::string& line) {
     if (warn)
       spdlog::warn("{}", line);

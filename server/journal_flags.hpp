@@ -48,6 +48,10 @@ struct journal_config {
   /// `--lfu-credit-interval`, default 1s: lookups' LFU credits are journaled as one record
   /// per replica this often and applied from the stream (spec/scaleout.md §3.4).
   std::chrono::nanoseconds lfu_credit_interval = std::chrono::seconds(1);
+  /// `--journal-reset`, default false: at start-up, when the stream was purged past this
+  /// replica and no snapshot covers it, accept the loss (rebuild from the stream's first
+  /// sequence, then upload the shared snapshot at once) instead of refusing to start.
+  bool journal_reset = false;
 };
 
 /// Text of the flags as parsed, before validation.

@@ -38,13 +38,14 @@ TEST(JournalFlags, DefaultIsRocksdbWithTheSpecDefaults) {
   EXPECT_EQ(j.shared_snapshot_interval, 2min);
   EXPECT_EQ(j.max_apply_lag, 10s);
   EXPECT_EQ(j.lfu_credit_interval, 1s);
+  EXPECT_FALSE(j.journal_reset);
 }
 
 TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName) {
   auto r = parse({"--journal=jetstream", "--nats-servers=nats://127.0.0.1:4222,nats://h2:4222",
                   "--nats-replicas=1", "--nats-stream=S1", "--journal-append-timeout=500ms",
                   "--shared-snapshot-interval=30s", "--max-apply-lag=0",
-                  "--lfu-credit-interval=250ms"});
+                  "--lfu-credit-interval=250ms", "--journal-reset"});
   ASSERT_TRUE(std::holds_alternative<server_config>(r)) << refusal(r);
   const journal_config& j = std::get<server_config>(r).journal;
   EXPECT_EQ(j.kind, journal_kind::jetstream);
@@ -55,6 +56,7 @@ TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName)
   EXPECT_EQ(j.shared_snapshot_interval, 30s);
   EXPECT_EQ(j.max_apply_lag, 0s);
   EXPECT_EQ(j.lfu_credit_interval, 250ms);
+  EXPECT_TRUE(j.journal_reset);
   EXPECT_FALSE(j.replica_id.empty());
   EXPECT_EQ(j.replica_id.find('.'), std::string::npos);
 }
@@ -84,6 +86,7 @@ TEST(JournalFlags, InvalidValuesAndCombinationsExitTwoWithOneLine) {
             std::string::npos);
   EXPECT_NE(refusal(parse({"--lfu-credit-interval=1s"})).find("needs --journal=jetstream"),
             std::string::npos);
+  EXPECT_EQ(refusal(parse({"--journal-reset"})), "--journal-reset needs --journal=jetstream");
   EXPECT_NE(refusal(parse({js, srv, "--nats-creds-file=/nonexistent/x.creds"})).find("cannot read"),
             std::string::npos);
 }

@@ -221,6 +221,9 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
                           "shared snapshot, or none covers it yet): producers are refused");
   journal_reloads_ = counter("inferencecache_journal_reloads_total",
                              "Live reloads from the shared snapshot after a gap that completed");
+  journal_resets_ = counter("inferencecache_journal_resets_total",
+                            "Start-ups with --journal-reset that accepted losing purged records "
+                            "no snapshot covered (the log names the range)");
   journal_consumer_resets_ = counter("inferencecache_journal_consumer_resets_total",
                                      "Ordered consumer resets handled by the NATS client");
   // Pre-create the drop reasons so dashboards see zeros.
@@ -409,6 +412,7 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
   grow(journal_gaps_, s.gaps, journal_last_.gaps);
   grow(journal_reloads_, s.reloads, journal_last_.reloads);
   grow(journal_consumer_resets_, s.consumer_resets, journal_last_.consumer_resets);
+  grow(journal_resets_, s.journal_resets, journal_last_.journal_resets);
   journal_last_ = s;
 }
 

@@ -120,6 +120,7 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Counter* journal_reloads_;
   prometheus::Gauge* journal_halted_;
   prometheus::Counter* journal_consumer_resets_;
+  prometheus::Counter* journal_resets_;
   prometheus::Gauge* journal_shared_bytes_;
   prometheus::Gauge* journal_shared_seconds_;
   prometheus::Gauge* journal_shared_age_;

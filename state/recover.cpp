@@ -61,8 +61,10 @@ std::unique_ptr<tenant_set> rebuild_state(journal::record_log& log_ref,
     if (!set)
       return fail(where + ": snapshot " + std::to_string(snapshot_id) +
                   " cannot be loaded: " + why);
-  } else if (snap.status().code() == journal::errc::not_found && log->truncated_through() == 0) {
-    set = std::make_unique<tenant_set>(sopts);  // a journal that was never truncated
+  } else if (snap.status().code() == journal::errc::not_found &&
+             (log->truncated_through() == 0 || log->reset_through() > 0)) {
+    // A journal that was never truncated, or one whose loss an operator accepted.
+    set = std::make_unique<tenant_set>(sopts);
     rec_info.snapshot_seq = 0;
   } else if (snap.status().code() == journal::errc::not_found) {
     return fail(where + ": truncated through " + std::to_string(log->truncated_through()) +
@@ -75,7 +77,8 @@ std::unique_ptr<tenant_set> rebuild_state(journal::record_log& log_ref,
   // Recovery, step 2: replay the journal after the snapshot, serially (tenant_set applies
   // records exactly as the live actors do).
   std::string replay_error;
-  auto st = log->read_after(std::max(rec_info.snapshot_seq, log->truncated_through()),
+  auto st = log->read_after(std::max({rec_info.snapshot_seq, log->truncated_through(),
+                                      log->reset_through()}),
                             [&](const journal::record_view& r) {
     std::string why;
     auto rec = proto::decode_record(r.type, r.payload, &why);

@@ -60,8 +60,8 @@ struct recovered {
 
 /// Steps 1–2 of recovery, the one rule that builds a state from a log: loads the newest
 /// usable snapshot (`read_newest_snapshot`: in JetStream mode the local one, or the shared
-/// one when the stream was purged past it) and replays every record after it up to the
-/// log's end as of the call, serially. Fills `info` (snapshot_seq, skipped snapshots,
+/// one when the stream was purged past it; none after an operator's reset, `reset_through`)
+/// and replays every record after it up to the log's end as of the call, serially. Fills `info` (snapshot_seq, skipped snapshots,
 /// records_replayed). Recovery calls it at start; the stream follower calls it again after a
 /// gap while running, building the new state off to the side (actors/replication.hpp).
 /// Returns nullptr with `error` set as recover() does.

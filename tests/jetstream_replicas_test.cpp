@@ -13,7 +13,9 @@
 
 #include "journal/jetstream/jetstream_log.hpp"
 #include "journal/jetstream/shared_snapshot.hpp"
+#include "proto/record_codec.hpp"
 #include "tests/jetstream_support.hpp"
+#include "tests/support/chain_requests.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/test_paths.hpp"
 
@@ -404,9 +406,9 @@ class JetStreamSharedSnapshots : public JetStreamReplicas {
   /// A writer of its own on the stream, to purge it by hand (nullptr: failure recorded).
   std::unique_ptr<journal::jetstream::writer> purger() {
     journal::jetstream::options o;
-    o.servers = {nats_->url(0)};
+    o.servers = nats_->urls();
     o.replica_id = "purger";
-    o.replicas = 1;
+    o.replicas = nodes_ == 1 ? 1 : 3;
     auto w = journal::jetstream::writer::open(o);
     EXPECT_TRUE(w.ok()) << w.status().to_string();
     return w.ok() ? std::move(w).value() : nullptr;
@@ -414,6 +416,14 @@ class JetStreamSharedSnapshots : public JetStreamReplicas {
   /// Waits until A purged the stream past sequence `past`.
   bool purged_past(long long past) {
     return eventually([&] { return journal_position(a_->http_port(), "stream_first") > past; }, 10s);
+  }
+  /// The probe keys (tenant "t", block) of ingest(p1, n1) and ingest(p2, n2).
+  static std::vector<std::pair<std::string, std::string>> keys(const std::string& p1, int n1,
+                                                               const std::string& p2, int n2) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (int i = 0; i < n1; ++i) out.emplace_back("t", p1 + std::to_string(i));
+    for (int i = 0; i < n2; ++i) out.emplace_back("t", p2 + std::to_string(i));
+    return out;
   }
 };
 
@@ -532,8 +542,11 @@ class JetStreamLiveGap : public JetStreamSharedSnapshots {
     ingest(prefix, n);
     expect_all(*b_, prefix, n);
   }
+  /// The --journal-reset scenario (below), on `nodes_` NATS nodes.
+  void reset_lets_the_other_halted_replica_recover();
   void TearDown() override {
-    if (b_) ::kill(b_->pid(), SIGCONT);  // never leave a stopped process behind
+    if (a_) ::kill(a_->pid(), SIGCONT);  // never leave a stopped process behind
+    if (b_) ::kill(b_->pid(), SIGCONT);
     JetStreamSharedSnapshots::TearDown();
   }
 };
@@ -551,6 +564,9 @@ TEST_F(JetStreamLiveGap, AGapWhileRunningReloadsTheSharedSnapshotAndConverges) {
   expect_all(*b_, "after", 10);
   expect_all(*b_, "g", 5);
   expect_identical();
+  // Check 1 after the reload: the same GetCacheState and LookupRoute answers as A's.
+  EXPECT_EQ(test::wait_identical({a_.get(), b_.get()}, {"t"}, 10s), "");
+  EXPECT_EQ(test::compare_probes(*stub(*a_), *stub(*b_), test::probe_set(keys("g", 5, "after", 10))), "");
   // The subscription saw the jump as an end, not as silence.
   const auto events = eb->stop();
   ASSERT_EQ(events.count(""), 1u);
@@ -585,6 +601,36 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
   EXPECT_EQ(lookup(*sb, {"g0"}).reason_code(), "PREFIX_MATCH");   // the old state serves
   EXPECT_NE(lookup(*sb, {"after1"}).reason_code(), "PREFIX_MATCH");
   EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_reloads_total"), 0);
+  // --journal-reset is refused beside A, which lost nothing: a third replica on an empty
+  // dir with the flag exits like one without it (once A's mark, written every 5 s, shows it).
+  {
+    auto w = purger();
+    ASSERT_TRUE(w);
+    const auto st = w->state();
+    ASSERT_TRUE(st.ok()) << st.status().to_string();
+    journal::jetstream::options o;
+    o.servers = nats_->urls();
+    o.replica_id = "probe";
+    o.replicas = 1;
+    auto shared = journal::jetstream::shared_snapshots::open(o);
+    ASSERT_TRUE(shared.ok()) << shared.status().to_string();
+    ASSERT_TRUE(eventually([&] {
+      auto marks = (*shared)->live_marks();
+      if (!marks.ok()) return false;
+      for (const auto& [id, mark] : *marks)
+        if (id == "ra" && mark + 2 >= st->first_seq) return true;
+      return false;
+    }, 10s));
+    const std::string dir_c = test::make_temp_dir("ic_js_c");
+    auto args = test::replica_args(dir_c, "rc", nats_urls(), 1);
+    args.insert(args.end(), kSharedFlags.begin(), kSharedFlags.end());
+    args.push_back("--journal-reset");
+    const auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args, 30s);
+    test::remove_tree(dir_c);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("--journal-reset refused: replica ra is live"), std::string::npos) << out;
+    EXPECT_EQ(out.find("journal reset (--journal-reset)"), std::string::npos) << out;
+  }
   // A applies more: a local snapshot of it is uploaded (at most one per
   // --shared-snapshot-interval, so A ingests until one was) and covers the gap.
   auto sa = stub(*a_);
@@ -602,6 +648,106 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
   ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted()) << b_->logs();
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
+}
+
+// --journal-reset (spec §3.8): both replicas stopped, a NATS node restarted (their
+// consumers are reset), and while they were away records were written and purged past the
+// newest shared snapshot, then one more written: each meets a gap nothing covers and halts.
+// B restarted with --journal-reset rebuilds from the stream's first sequence, names the lost
+// range, accepts producers and writes a shared snapshot at once; A, still halted, finds it
+// at its next 5 s retry and reloads by itself: both then serve the identical index (the
+// records before the gap are gone on both). A restarted with the flag and no gap starts
+// normally.
+void JetStreamLiveGap::reset_lets_the_other_halted_replica_recover() {
+  start_pair_with("g", 5);
+  ASSERT_FALSE(HasFatalFailure());
+  ASSERT_EQ(::kill(a_->pid(), SIGSTOP), 0);
+  ASSERT_EQ(::kill(b_->pid(), SIGSTOP), 0);
+  nats_->kill9(0);
+  ASSERT_TRUE(nats_->restart(0, 10s));
+  auto w = purger();
+  ASSERT_TRUE(w);
+  // One ReportCacheState record of `block` held by `replica`, as a replica journals it.
+  auto append_update = [&](const std::string& replica, const std::string& block) {
+    const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+    const std::string bytes = proto::encode_record(
+        proto::record_kind::update, now_us,
+        test::chain_update_message("t", replica, {block}).SerializeAsString());
+    return w->append({journal::record_in{static_cast<std::uint32_t>(proto::record_kind::update), bytes}})
+        .ok();
+  };
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(append_update("gpu-x", "lost" + std::to_string(i)));
+  const auto before = w->state();
+  ASSERT_TRUE(before.ok()) << before.status().to_string();
+  const std::uint64_t lost_through = before->last_seq;
+  ASSERT_TRUE(w->truncate_before(lost_through + 1).ok());
+  ASSERT_TRUE(append_update("gpu-r", "kept0"));  // the stream's first sequence now
+  ASSERT_EQ(::kill(a_->pid(), SIGCONT), 0);
+  ASSERT_EQ(::kill(b_->pid(), SIGCONT), 0);
+  for (auto* s : {a_.get(), b_.get()})
+    ASSERT_TRUE(eventually([&] { return s->logs().find("reload after the gap failed") != std::string::npos; }, 15s))
+        << s->logs();
+  EXPECT_EQ(metric(a_->http_port(), "inferencecache_journal_halted"), 1);
+
+  // B accepts the loss.
+  EXPECT_EQ(b_->terminate(), 0);
+  const auto t_reset = steady::now();
+  b_ = start(dir_b_, "rb", {kSharedFlags[0], kSharedFlags[1], kSharedFlags[2], "--journal-reset"});
+  ASSERT_TRUE(b_);
+  EXPECT_NE(b_->logs().find("journal reset (--journal-reset): stream seq "), std::string::npos) << b_->logs();
+  EXPECT_NE(b_->logs().find(".." + std::to_string(lost_through) + " is lost"), std::string::npos) << b_->logs();
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_resets_total"), 1);
+  EXPECT_EQ(metric(b_->http_port(), "inferencecache_journal_halted"), 0);
+  auto sb = stub(*b_);
+  EXPECT_TRUE(converges(*sb, {"kept0"}, "gpu-r", 5s));
+  ASSERT_TRUE(report(*sb, "gpu-a", {"b0"}).accepted()) << b_->logs();
+  // A recovers by itself from B's shared snapshot (its retry runs every 5 s).
+  ASSERT_TRUE(eventually([&] { return metric(a_->http_port(), "inferencecache_journal_reloads_total") == 1; }, 15s))
+      << a_->logs() << "\n--- B:\n" << b_->logs();
+  std::cout << "journal reset: A recovered " << std::chrono::duration_cast<std::chrono::milliseconds>(
+                   steady::now() - t_reset).count() << " ms after B's restart began\n";
+  EXPECT_EQ(metric(a_->http_port(), "inferencecache_journal_halted"), 0);
+  EXPECT_EQ(metric(a_->http_port(), "inferencecache_journal_resets_total"), 0);
+  auto sa = stub(*a_);
+  ASSERT_TRUE(report(*sa, "gpu-a", {"a0"}).accepted()) << a_->logs();
+  EXPECT_TRUE(converges(*sb, {"a0"}, "gpu-a", 5s));
+  EXPECT_TRUE(converges(*sa, {"b0"}, "gpu-a", 5s));
+  const auto probe_keys = keys("kept", 1, "lost", 3);
+  auto all_keys = keys("g", 5, "a", 1);
+  all_keys.insert(all_keys.end(), probe_keys.begin(), probe_keys.end());
+  all_keys.emplace_back("t", "b0");
+  EXPECT_EQ(test::wait_identical({a_.get(), b_.get()}, {"t"}, 10s), "");
+  EXPECT_EQ(test::compare_probes(*sa, *sb, test::probe_set(all_keys)), "");
+  for (auto* st : {sa.get(), sb.get()}) {  // what the reset dropped is gone on both
+    EXPECT_NE(lookup(*st, {"g0"}).reason_code(), "PREFIX_MATCH");
+    EXPECT_NE(lookup(*st, {"lost0"}).reason_code(), "PREFIX_MATCH");
+  }
+
+  // The flag without a gap: nothing lost, a normal start, one line.
+  EXPECT_EQ(a_->terminate(), 0);
+  a_ = start(dir_a_, "ra", {kSharedFlags[0], kSharedFlags[1], kSharedFlags[2], "--journal-reset"});
+  ASSERT_TRUE(a_);
+  EXPECT_NE(a_->logs().find("--journal-reset not needed"), std::string::npos) << a_->logs();
+  EXPECT_EQ(metric(a_->http_port(), "inferencecache_journal_resets_total"), 0);
+  EXPECT_TRUE(converges(*stub(*a_), {"b0"}, "gpu-a", 5s));
+  EXPECT_EQ(test::wait_identical({a_.get(), b_.get()}, {"t"}, 10s), "");
+  EXPECT_EQ(a_->terminate(), 0);
+  EXPECT_EQ(b_->terminate(), 0);
+}
+
+TEST_F(JetStreamLiveGap, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecover) {
+  reset_lets_the_other_halted_replica_recover();
+}
+
+// The same on the 3-node loopback cluster (stream and buckets R3).
+class JetStreamLiveGapCluster : public JetStreamLiveGap {
+ protected:
+  JetStreamLiveGapCluster() { nodes_ = 3; }
+};
+
+TEST_F(JetStreamLiveGapCluster, AJournalResetOnOneReplicaLetsTheOtherHaltedReplicaRecover) {
+  reset_lets_the_other_halted_replica_recover();
 }
 
 }  // namespace

@@ -42,6 +42,8 @@ result<snapshot_info> jetstream_log::read_newest_snapshot(
     const std::function<void(const snapshot_info&)>& on_begin,
     const std::function<status(std::string_view)>& on_chunk,
     std::vector<status>* skipped) const {
+  // --journal-reset applies to the start-up only (the first call); reloads never reset.
+  const bool may_reset = reset_armed_.exchange(false);
   if (!shared_) return local_->read_newest_snapshot(on_begin, on_chunk, skipped);
   auto local = newest_local(*local_);
   if (!local.ok()) return local.status();
@@ -61,6 +63,24 @@ result<snapshot_info> jetstream_log::read_newest_snapshot(
       std::to_string(needed_from(local_pos.value_or(0)));
   // A gap met while following was counted there already (one gap, one count).
   if (const bool counted = live_gap_counted_.exchange(false); plan.gap && !counted) ++gaps_;
+  if (may_reset && plan.source == start_source::uncovered) {
+    auto marks = shared_->live_marks();
+    if (!marks.ok()) return marks.status();
+    const auto holder = replica_holding_the_state(*marks, opts_.nats.replica_id, st->first_seq);
+    if (!holder) return accept_loss(st->first_seq, st->msgs, local_pos, covering);
+    event(true, "--journal-reset refused: replica " + holder->first + " is live with mark " +
+                    std::to_string(holder->second) + " (the stream's first sequence is " +
+                    std::to_string(st->first_seq) +
+                    "): it lost nothing and uploads a covering shared snapshot itself; a "
+                    "reset beside it would diverge from it");
+  } else if (may_reset) {
+    event(false, "--journal-reset not needed: the " +
+                     std::string(plan.source == start_source::shared ? "shared snapshot"
+                                 : plan.source == start_source::local ? "local snapshot"
+                                                                      : "whole stream") +
+                     " covers what this replica needs (" + need +
+                     "); starting normally, nothing lost");
+  }
   switch (plan.source) {
     case start_source::local:
     case start_source::stream:
@@ -70,12 +90,41 @@ result<snapshot_info> jetstream_log::read_newest_snapshot(
                     describe() + ": purged past this replica (" + need +
                         ") and no shared snapshot covers it (" +
                         (covering ? "newest covers " + std::to_string(*covering) : "none") +
-                        "); refusing to start with a partial index"};
+                        "); refusing to start with a partial index (--journal-reset accepts "
+                        "the loss)"};
     case start_source::shared:
       break;
   }
   if (plan.gap) event(true, "gap: " + need + "; loading the shared snapshot");
   return load_shared(on_begin, on_chunk);
+}
+
+status jetstream_log::accept_loss(std::uint64_t stream_first, std::uint64_t stream_msgs,
+                                  std::optional<std::uint64_t> local_pos,
+                                  std::optional<std::uint64_t> manifest_covering) const {
+  // The stream holds `first` onwards; the best snapshot ends where the uncovered range
+  // begins. The state starts empty just before `first` (reset_through; read_after reads
+  // from `first`, needed_from).
+  const std::uint64_t first = std::max<std::uint64_t>(1, stream_first);
+  std::uint64_t lost_from = local_pos ? needed_from(*local_pos) : 1;
+  if (manifest_covering) lost_from = std::max(lost_from, *manifest_covering + 1);
+  reset_through_ = record_position(first, 0) - 1;
+  ++journal_resets_;
+  force_upload_ = true;
+  event(true, "journal reset (--journal-reset): stream seq " + std::to_string(lost_from) + ".." +
+                  std::to_string(first - 1) +
+                  " is lost (purged; what of it no snapshot holds: the local one " +
+                  (local_pos ? "needs " + std::to_string(needed_from(*local_pos))
+                             : std::string("is absent")) +
+                  ", the shared one " +
+                  (manifest_covering ? "covers " + std::to_string(*manifest_covering)
+                                     : std::string("is absent")) +
+                  "); this replica drops everything before stream seq " + std::to_string(first) +
+                  " and rebuilds from the " + std::to_string(stream_msgs) +
+                  " messages the stream holds, then writes the shared snapshot that lets "
+                  "halted replicas recover");
+  return status{errc::not_found, describe() + ": journal reset: starting empty before stream seq " +
+                                     std::to_string(first)};
 }
 
 result<snapshot_info> jetstream_log::load_shared(
@@ -105,15 +154,19 @@ result<snapshot_info> jetstream_log::load_shared(
 }
 
 status jetstream_log::truncate_through(std::uint64_t position) {
-  if (!shared_ || !lease_holder_.load()) return status::success();
+  // After a journal reset the halted replicas wait for this replica's state: upload the
+  // first local snapshot at once, lease or not (the manifest CAS keeps two writers safe).
+  const bool forced = shared_ && force_upload_.exchange(false);
+  if (!shared_ || (!forced && !lease_holder_.load())) return status::success();
   const std::int64_t last = last_upload_ns_.load();
   const auto interval = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             opts_.shared_snapshot_interval)
                             .count();
-  if (last != 0 && steady_ns() - last < interval) return status::success();
+  if (!forced && last != 0 && steady_ns() - last < interval) return status::success();
   // A failed upload never fails the local snapshot (it is logged; the next one retries).
   auto skip = [&](const std::string& why) {
     event(true, "shared snapshot not written: " + why);
+    if (forced) force_upload_ = true;  // the next local snapshot tries again
     return status::success();
   };
   auto local = newest_local(*local_);
@@ -132,14 +185,21 @@ status jetstream_log::truncate_through(std::uint64_t position) {
   last_upload_ns_ = steady_ns();
   {
     std::lock_guard<std::mutex> lk(duty_mu_);
-    upload_ = std::make_pair(position, std::move(blob));
+    const bool still_forced = forced || (upload_ && upload_->forced);  // not yet taken
+    upload_ = upload_job{position, std::move(blob), still_forced};
   }
   duty_cv_.notify_all();
   return status::success();
 }
 
-void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& blob) {
+void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& blob,
+                                     bool forced, bool may_purge) {
   const auto t0 = steady::now();
+  // A reset's forced upload that did not commit: the next local snapshot tries again.
+  auto not_written = [&](bool warn, const std::string& why) {
+    event(warn, "shared snapshot not written: " + why);
+    if (forced) force_upload_ = true;
+  };
   const std::uint64_t covering = not_needed_through(position);
   auto st = writer_->state();
   const std::uint64_t first = st.ok() ? st->first_seq : 0;
@@ -149,16 +209,16 @@ void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& 
     if (prev->covering_seq >= covering) return;  // a newer (or the same) one is committed
     revision = prev->revision;
   } else if (prev.status().code() != errc::not_found) {
-    event(true, "shared snapshot not written: " + prev.status().to_string());
+    not_written(true, prev.status().to_string());
     return;
   }
   auto m = shared_->put(covering, blob, revision, first);
   if (!m.ok()) {
-    event(true, "shared snapshot not written: " + m.status().to_string());
+    not_written(true, m.status().to_string());
     return;
   }
   if (!m->has_value()) {
-    event(false, "shared snapshot not written: another writer committed first");
+    not_written(false, "another writer committed first");
     return;
   }
   const double secs = std::chrono::duration<double>(steady::now() - t0).count();
@@ -169,7 +229,7 @@ void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& 
   event(false, "shared snapshot written: covers stream seq " + std::to_string(covering) + ", " +
                    std::to_string(blob.size()) + " bytes, " + std::to_string(secs) + " s");
   committed_covering_ = covering;
-  purge(first);
+  if (may_purge) purge(first);
 }
 
 void jetstream_log::purge(std::uint64_t first) {
@@ -236,7 +296,14 @@ void jetstream_log::run_duties() {
       duty_cv_.wait_for(lk, std::chrono::milliseconds(200), [&] { return stop_duties_; });
       continue;
     }
-    switch (keeper.next(now)) {
+    // Halted at a gap, this replica takes no new snapshots: let the lease expire (TTL) so a
+    // replica that applies takes it and uploads the snapshot that covers the gap.
+    const bool at_gap = at_gap_.load();
+    if (at_gap && keeper.holder()) {
+      keeper.failed(now);
+      event(true, "halted at a gap: stepped down from the snapshotter lease");
+    }
+    switch (at_gap ? lease_keeper::action::none : keeper.next(now)) {
       case lease_keeper::action::acquire: {
         auto got = shared_->acquire_lease();
         if (got.ok())
@@ -273,7 +340,8 @@ void jetstream_log::run_duties() {
     auto job = std::move(upload_);
     upload_.reset();
     lk.unlock();
-    if (job && keeper.holder()) upload_and_purge(job->first, job->second);
+    if (job && (keeper.holder() || job->forced))
+      upload_and_purge(job->position, job->blob, job->forced, keeper.holder());
     lk.lock();
     duty_cv_.wait_for(lk, std::chrono::milliseconds(200),
                       [&] { return stop_duties_ || upload_.has_value(); });

@@ -1,10 +1,16 @@
 #include "journal/jetstream/jetstream_record_log.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
+
+#include "journal/jetstream/replica_duties.hpp"
 
 namespace ic::journal::jetstream {
 namespace {
+
+// How long the reader may keep failing (other than a gap) before follow() subscribes again.
+constexpr std::chrono::seconds kResubscribeAfter{5};
 
 void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
   std::uint64_t cur = a.load();
@@ -28,6 +34,7 @@ std::int64_t wall_ns() {
 result<std::unique_ptr<jetstream_log>> jetstream_log::open(const jetstream_log_options& opts) {
   std::unique_ptr<jetstream_log> l(new jetstream_log());
   l->opts_ = opts;
+  l->reset_armed_ = opts.reset_uncovered;
   auto w = writer::open(opts.nats);
   if (!w.ok()) return w.status();
   l->writer_ = std::move(w).value();
@@ -141,9 +148,9 @@ bool jetstream_log::deliver(const delivered_batch& b, Visit&& visit) {
 status jetstream_log::read_after(std::uint64_t after,
                                  const std::function<bool(const record_view&)>& visit) {
   delivered_ = after;
+  at_gap_ = false;
   marking_ = true;  // the mark holds the purge at what this replica still reads
-  const std::uint64_t from = std::max<std::uint64_t>(1, stream_seq_of(after) +
-                                                            (after == 0 ? 1 : 0));
+  const std::uint64_t from = needed_from(after);
   auto st = writer_->state();
   if (!st.ok()) return st.status();
   note_stream_last(st->last_seq);
@@ -186,19 +193,43 @@ status jetstream_log::read_after(std::uint64_t after,
 status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
                              const std::atomic<bool>& stop) {
   if (!reader_) return status{errc::invalid_argument, "follow() before read_after()"};
+  using steady = std::chrono::steady_clock;
+  std::uint64_t resets_before = 0;  // of readers replaced below
+  std::optional<steady::time_point> failing_since;
   while (!stop.load()) {
     auto got = reader_->next(std::chrono::milliseconds(200));
-    resets_ = reader_->resets();
+    resets_ = resets_before + reader_->resets();
     if (!got.ok()) {
       if (got.status().code() == errc::out_of_range) {
         ++gaps_;
         live_gap_counted_ = true;
+        at_gap_ = true;
         report_live_gap(got.status());
         return got.status();
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));  // reconnecting
+      // Reconnecting, or the library's ordered consumer could not be recreated. The library
+      // usually heals it within a second; when the errors last longer, subscribe again from
+      // the next expected sequence (the sequence check carries over, nothing is skipped).
+      if (!failing_since) failing_since = steady::now();
+      if (steady::now() - *failing_since >= kResubscribeAfter) {
+        const std::uint64_t from = reader_->expected();
+        auto r = reader::open(opts_.nats, from);
+        if (r.ok()) {
+          resets_before += reader_->resets() + 1;
+          reader_ = std::move(r).value();
+          failing_since.reset();
+          event(true, "the stream reader failed for " +
+                          std::to_string(kResubscribeAfter.count()) + " s (" +
+                          got.status().to_string() + "); subscribed again from sequence " +
+                          std::to_string(from));
+          continue;
+        }
+        failing_since = steady::now();  // try again after another interval
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
+    failing_since.reset();
     if (!got->has_value()) continue;
     deliver(**got, [&](const delivered_batch& b, const std::vector<record_view>& views) {
       if (views.empty()) return true;
@@ -240,6 +271,7 @@ log_stats jetstream_log::stats() const {
   }
   s.consumer_resets = resets_.load();
   s.gaps = gaps_.load();
+  s.journal_resets = journal_resets_.load();
   s.skipped_batches = skipped_.load();
   s.first_position = stream_first_.load();
   s.shared_snapshots = shared_ != nullptr;

@@ -61,6 +61,16 @@ struct jetstream_log_options {
   /// Purge below min(covering, lowest mark) − margin + 1. Default 0: marks and manifests
   /// already name the last sequence not needed.
   std::uint64_t purge_margin = 0;
+  /// `--journal-reset`: at start-up, when the stream lost what this replica needs and no
+  /// local or shared snapshot covers it (start_source::uncovered), accept the loss instead
+  /// of refusing to start: read_newest_snapshot logs the lost range, counts
+  /// `journal_resets` and answers not_found with reset_through() = just before the
+  /// stream's first sequence (recovery: an empty state plus everything the stream holds);
+  /// the next local snapshot is then uploaded as the shared one at once, lease or not, so
+  /// halted replicas reload it. Only the first read_newest_snapshot (start-up) may reset;
+  /// when a snapshot covers, it starts normally and logs that no reset was needed.
+  /// Default false.
+  bool reset_uncovered = false;
   /// One line per duty event (lease taken/lost, shared snapshot written or loaded, purge,
   /// gap); `warn` false = info. Default: none.
   std::function<void(bool warn, const std::string&)> on_event;
@@ -92,8 +102,13 @@ class jetstream_log final : public record_log {
                 const std::atomic<bool>& stop) override;
   std::uint64_t last_position() const override { return delivered_.load(); }
   std::uint64_t truncated_through() const override { return 0; }
+  std::uint64_t reset_through() const override { return reset_through_.load(); }
   std::string torn_tail() const override;
   result<snapshot_writer> begin_snapshot(std::uint64_t covering_position) override;
+  /// With shared snapshots: the newest local snapshot when the stream still follows it,
+  /// else the shared one (a late joiner, or a gap: counted in stats().gaps), else
+  /// out_of_range (purged past this replica and no shared snapshot covers it) — or, the
+  /// first time with `reset_uncovered`, not_found after a journal reset (reset_through()).
   result<snapshot_info> read_newest_snapshot(
       const std::function<void(const snapshot_info&)>& on_begin,
       const std::function<status(std::string_view)>& on_chunk,
@@ -104,9 +119,6 @@ class jetstream_log final : public record_log {
   /// back and queues it for the duties thread, which uploads it (manifest CAS) and then
   /// purges the stream below min(its covering, live marks) + 1. Never purges otherwise.
   status truncate_through(std::uint64_t position) override;
-  /// With shared snapshots: the newest local snapshot when the stream still follows it,
-  /// else the shared one (a late joiner, or a gap: counted in stats().gaps), else
-  /// out_of_range (purged past this replica and no shared snapshot covers it).
   log_stats stats() const override;
   status close() override;
 
@@ -123,7 +135,16 @@ class jetstream_log final : public record_log {
   void note_scope(const delivered_batch& b);
   /// The duties thread: lease, marks, uploads and purge.
   void run_duties();
-  void upload_and_purge(std::uint64_t position, const std::string& blob);
+  /// Uploads `blob` (the local snapshot covering `position`) unless a manifest covering as
+  /// much is committed; then purges when `may_purge` (the lease holder). A `forced` upload
+  /// (after a journal reset) that does not commit re-arms force_upload_.
+  void upload_and_purge(std::uint64_t position, const std::string& blob, bool forced,
+                        bool may_purge);
+  /// At start-up with `reset_uncovered` and nothing covering: logs the lost range and arms
+  /// the forced upload; returns read_newest_snapshot's not_found.
+  status accept_loss(std::uint64_t stream_first, std::uint64_t stream_msgs,
+                     std::optional<std::uint64_t> local_pos,
+                     std::optional<std::uint64_t> manifest_covering) const;
   /// Purges below min(committed_covering_, live marks) + 1 when that is past `first`.
   void purge(std::uint64_t first);
   /// Refreshes stream_first_ and the manifest seen (for the age metric).
@@ -151,6 +172,14 @@ class jetstream_log final : public record_log {
   mutable std::atomic<bool> live_gap_counted_{false};
   std::atomic<std::uint64_t> skipped_{0};
   std::atomic<std::uint64_t> resets_{0};
+  /// `reset_uncovered` until the first read_newest_snapshot (start-up) used it.
+  mutable std::atomic<bool> reset_armed_{false};
+  /// The journal reset at start-up: positions given up, and how many resets (0 or 1).
+  mutable std::atomic<std::uint64_t> reset_through_{0};
+  mutable std::atomic<std::uint64_t> journal_resets_{0};
+  /// Set by a reset until a shared snapshot covering the reset state is committed: the
+  /// next local snapshot is uploaded at once, by a lease holder or not.
+  mutable std::atomic<bool> force_upload_{false};
   /// Stream sequence of the last delivered message per conditional scope.
   mutable std::mutex scopes_mu_;
   std::map<std::string, std::uint64_t, std::less<>> scopes_;
@@ -161,8 +190,17 @@ class jetstream_log final : public record_log {
   std::mutex duty_mu_;
   std::condition_variable duty_cv_;
   bool stop_duties_ = false;
-  /// The next upload: (covering record position, blob).
-  std::optional<std::pair<std::uint64_t, std::string>> upload_;
+  /// The next upload.
+  struct upload_job {
+    std::uint64_t position = 0;  ///< the record position the blob covers
+    std::string blob;
+    bool forced = false;  ///< after a journal reset: upload even without the lease
+  };
+  std::optional<upload_job> upload_;
+  /// Set when follow() stopped at a gap, cleared when read_after starts again (a reload
+  /// found a snapshot): a replica that does not apply never holds the lease, since its
+  /// uploads stop while a live one could take them over.
+  std::atomic<bool> at_gap_{false};
   /// Marks are written once read_after started (delivered_ is then meaningful).
   std::atomic<bool> marking_{false};
   std::atomic<bool> lease_holder_{false};

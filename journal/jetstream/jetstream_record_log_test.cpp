@@ -169,17 +169,19 @@ bool eventually(Pred pred) {
 
 // The duties end to end on one node: the lease holder uploads its local snapshot and purges
 // below it; an empty dir and a stale local snapshot (a gap, counted) start from the shared
-// one; a purge past the manifest leaves a replica uncovered (refused with one line).
+// one; a purge past the manifest leaves a replica uncovered (refused with one line), unless
+// it accepts the loss (--journal-reset): then it starts empty and uploads at once.
 TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   if (nats_cluster::binary().empty()) GTEST_SKIP() << "nats-server not installed";
   std::string why;
   auto c = nats_cluster::start(1, &why);
   ASSERT_TRUE(c) << why;
   const std::string tmp = ic::test::make_temp_dir("ic_jsrl_shared");
-  auto shared_opts = [&](const std::string& id) {
+  auto shared_opts = [&](const std::string& id, bool journal_reset = false) {
     auto o = log_options(*c, id, tmp + "/" + id);
     o.shared_snapshot_interval = 10ms;
     o.mark_interval = 100ms;
+    o.reset_uncovered = journal_reset;
     return o;
   };
   // C first (no duties, so no mark): a local snapshot at envelope 1, then C stops.
@@ -242,6 +244,52 @@ TEST(JetStreamRecordLog, SharedSnapshotUploadPurgeAndStartPlans) {
   EXPECT_EQ(dinfo.status().code(), errc::out_of_range);
   EXPECT_NE(dinfo.status().message().find("no shared snapshot covers it"), std::string::npos)
       << dinfo.status().to_string();
+
+  // --journal-reset beside B, which applied envelope 4 (mark 3 ≥ first 5 − 2) and so lost
+  // nothing: refused like a start without the flag.
+  {
+    auto rr = jetstream_log::open(shared_opts("rr", true));
+    ASSERT_TRUE(rr.ok());
+    EXPECT_EQ(newest(**rr).first.status().code(), errc::out_of_range);
+    EXPECT_EQ((*rr)->stats().journal_resets, 0u);
+  }
+
+  // Purged past B too (e5 written and purged, e6 kept): E (not the lease holder: A still
+  // holds it) accepts the loss, starts empty just before the first sequence (6), reads what
+  // follows, and its next local snapshot is uploaded at once; F on an empty dir then starts
+  // from it (no reset needed).
+  ASSERT_TRUE((*w)->append({{1, "e5"}}).ok());
+  ASSERT_TRUE((*w)->truncate_before(6).ok());
+  ASSERT_TRUE((*w)->append({{1, "e6"}}).ok());
+  auto e = jetstream_log::open(shared_opts("re", true));
+  ASSERT_TRUE(e.ok());
+  auto [einfo, echunks] = newest(**e);
+  ASSERT_FALSE(einfo.ok());
+  EXPECT_EQ(einfo.status().code(), errc::not_found) << einfo.status().to_string();
+  EXPECT_EQ((*e)->reset_through(), record_position(6, 0) - 1);
+  EXPECT_EQ((*e)->stats().journal_resets, 1u);
+  std::vector<std::string> kept;
+  ASSERT_TRUE((*e)->read_after((*e)->reset_through(), [&](const record_view& r) {
+    kept.emplace_back(r.payload);
+    return true;
+  }).ok());
+  EXPECT_EQ(kept, std::vector<std::string>{"e6"});
+  EXPECT_FALSE((*e)->stats().lease_holder);
+  local_snapshot(**e, record_position(6, 0), {"reset-state"});
+  ASSERT_TRUE((*e)->truncate_through(record_position(6, 0)).ok());  // as the snapshot writer does
+  ASSERT_TRUE(eventually([&] { return (*e)->stats().shared_snapshot_bytes > 0; }))
+      << "the reset's snapshot was not uploaded";
+  auto f = jetstream_log::open(shared_opts("rf", true));  // the flag, but a snapshot covers
+  ASSERT_TRUE(f.ok());
+  auto [finfo, fchunks] = newest(**f);
+  ASSERT_TRUE(finfo.ok()) << finfo.status().to_string();
+  EXPECT_EQ((*f)->stats().journal_resets, 0u);
+  EXPECT_EQ(finfo->covering_seq, record_position(6, 0));
+  EXPECT_EQ(fchunks, std::vector<std::string>{"reset-state"});
+  // A second look on E (a reload) never resets again.
+  auto [again, again_chunks] = newest(**e);
+  ASSERT_TRUE(again.ok()) << again.status().to_string();
+  EXPECT_EQ((*e)->stats().journal_resets, 1u);
   ic::test::remove_tree(tmp);
 }
 

@@ -57,7 +57,7 @@ status decode_snapshot_blob(std::string_view blob, std::uint64_t* covering_posit
 }
 
 std::uint64_t needed_from(std::uint64_t position) {
-  return std::max<std::uint64_t>(1, stream_seq_of(position));
+  return std::max<std::uint64_t>(1, stream_seq_of(position + 1));
 }
 
 std::uint64_t not_needed_through(std::uint64_t position) { return needed_from(position) - 1; }
@@ -88,6 +88,14 @@ start_plan plan_start(std::optional<std::uint64_t> local_covering, std::uint64_t
   else
     p.source = !p.gap && held(1) ? start_source::stream : start_source::uncovered;
   return p;
+}
+
+std::optional<std::pair<std::string, std::uint64_t>> replica_holding_the_state(
+    const std::vector<std::pair<std::string, std::uint64_t>>& marks, const std::string& self,
+    std::uint64_t stream_first) {
+  for (const auto& m : marks)
+    if (m.first != self && m.second + 2 >= stream_first) return m;
+  return std::nullopt;
 }
 
 lease_keeper::action lease_keeper::next(clock::time_point now) const {

@@ -45,8 +45,9 @@ status decode_snapshot_blob(std::string_view blob, std::uint64_t* covering_posit
                             const std::function<status(std::string_view)>& on_chunk);
 
 // --- positions ------------------------------------------------------------------------
-/// The first stream sequence a replica at record position `position` must still read
-/// (read_after re-reads the envelope of `position`): max(1, stream_seq_of(position)).
+/// The first stream sequence a replica at record position `position` must still read:
+/// the envelope of the first record after `position` (read_after re-reads the envelope of
+/// `position` unless `position` is its last possible record), at least 1.
 std::uint64_t needed_from(std::uint64_t position);
 /// Stream sequences ≤ this are not needed by state at `position` (needed_from − 1): a
 /// manifest's covering_seq and a replica's mark.
@@ -78,6 +79,17 @@ struct start_plan {
 /// none). A local snapshot the stream still follows wins (no download).
 start_plan plan_start(std::optional<std::uint64_t> local_covering, std::uint64_t stream_first,
                       std::optional<std::uint64_t> manifest_covering);
+
+/// Before a journal reset (`--journal-reset`): the first replica of `marks` (id, mark;
+/// live marks as shared_snapshots::live_marks) other than `self` that lost nothing — its
+/// mark reaches `stream_first` − 2, so it applied envelope `stream_first` − 1 and follows
+/// on (a replica halted at the gap needed a sequence < `stream_first` − 1, so its mark is
+/// at most `stream_first` − 3). That replica still serves the whole index and uploads a
+/// covering shared snapshot itself; a reset beside it would make the two diverge. nullopt
+/// when none.
+std::optional<std::pair<std::string, std::uint64_t>> replica_holding_the_state(
+    const std::vector<std::pair<std::string, std::uint64_t>>& marks, const std::string& self,
+    std::uint64_t stream_first);
 
 // --- the lease ------------------------------------------------------------------------
 /// The snapshotter lease of one replica (spec §3.7): acquire when free, renew every

@@ -54,6 +54,25 @@ TEST(ReplicaDuties, PositionsNameTheEnvelopeStillNeeded) {
   EXPECT_EQ(needed_from(record_position(9, 0)), 9u);
   EXPECT_EQ(needed_from(record_position(9, 4095)), 9u);
   EXPECT_EQ(not_needed_through(record_position(9, 2)), 8u);
+  // Its last possible record (a skipped envelope, or a reset's start): the next one.
+  EXPECT_EQ(needed_from(record_position(9, max_records_per_batch - 1)), 10u);
+  EXPECT_EQ(not_needed_through(record_position(10, 0) - 1), 9u);
+}
+
+// A reset is refused beside a replica that lost nothing: its mark reaches first − 2.
+TEST(ReplicaDuties, AReplicaThatAppliedUpToTheStreamsFirstSequenceHoldsTheState) {
+  // Halted replicas delivered through envelope 6 (mark 5); the stream starts at 10.
+  const std::vector<std::pair<std::string, std::uint64_t>> halted = {{"ra", 5}, {"rb", 5}};
+  EXPECT_FALSE(replica_holding_the_state(halted, "rb", 10).has_value());
+  // One that applied envelope 9 (mark 8) or beyond lost nothing.
+  auto with_live = halted;
+  with_live.emplace_back("rc", not_needed_through(record_position(9, 0)));
+  auto holder = replica_holding_the_state(with_live, "rb", 10);
+  ASSERT_TRUE(holder.has_value());
+  EXPECT_EQ(holder->first, "rc");
+  EXPECT_FALSE(replica_holding_the_state({{"rb", 40}}, "rb", 10).has_value());  // itself
+  // One lost record (stream starts at 8, halted applied through 6: mark 5 < 6).
+  EXPECT_FALSE(replica_holding_the_state({{"ra", 5}}, "rb", 8).has_value());
 }
 
 TEST(ReplicaDuties, PurgeBoundNeverPassesTheManifestOrTheSlowestMark) {

@@ -248,12 +248,12 @@ status shared_snapshots::put_mark(std::uint64_t applied) {
   return {};
 }
 
-result<std::optional<std::uint64_t>> shared_snapshots::min_live_mark() const {
+result<std::vector<std::pair<std::string, std::uint64_t>>> shared_snapshots::live_marks() const {
+  std::vector<std::pair<std::string, std::uint64_t>> out;
   kvKeysList keys{nullptr, 0};
   natsStatus s = kvStore_Keys(&keys, impl_->marks, nullptr);
-  if (s == NATS_NOT_FOUND) return std::optional<std::uint64_t>();
+  if (s == NATS_NOT_FOUND) return out;
   if (s != NATS_OK) return status{errc::unavailable, "list marks: " + describe(s)};
-  std::optional<std::uint64_t> low;
   status bad;
   for (int i = 0; i < keys.Count && bad.ok(); ++i) {
     kvEntry* e = nullptr;
@@ -272,10 +272,20 @@ result<std::optional<std::uint64_t>> shared_snapshots::min_live_mark() const {
       bad = status{errc::corruption, std::string("mark ") + keys.Keys[i] + " = '" + v + "'"};
       break;
     }
-    low = low ? std::min<std::uint64_t>(*low, n) : n;
+    std::string id = keys.Keys[i];
+    if (id.rfind("replica.", 0) == 0) id.erase(0, 8);
+    out.emplace_back(std::move(id), n);
   }
   kvKeysList_Destroy(&keys);
   if (!bad.ok()) return bad;
+  return out;
+}
+
+result<std::optional<std::uint64_t>> shared_snapshots::min_live_mark() const {
+  auto marks = live_marks();
+  if (!marks.ok()) return marks.status();
+  std::optional<std::uint64_t> low;
+  for (const auto& [id, n] : *marks) low = low ? std::min(*low, n) : n;
   return low;
 }
 

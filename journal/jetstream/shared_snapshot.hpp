@@ -27,6 +27,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "journal/jetstream/jetstream_log.hpp"
 #include "journal/status.hpp"
@@ -98,8 +100,10 @@ class shared_snapshots {
 
   /// Publishes this replica's applied stream sequence (its "mark"). Errors: unavailable.
   status put_mark(std::uint64_t applied);
-  /// The lowest live mark, nullopt when no replica has one. Errors: corruption (a mark
-  /// that is not a number), unavailable.
+  /// Every live mark as (replica id, applied mark). Errors: corruption (a mark that is not
+  /// a number), unavailable.
+  result<std::vector<std::pair<std::string, std::uint64_t>>> live_marks() const;
+  /// The lowest live mark, nullopt when no replica has one. Errors: as live_marks().
   result<std::optional<std::uint64_t>> min_live_mark() const;
   /// The purge bound P of spec §3.6: min(manifest covering_seq, lowest live mark) − margin,
   /// or 0 when nothing may be purged (no manifest, or the bound is ≤ 0). The lease holder

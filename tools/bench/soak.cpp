@@ -138,6 +138,9 @@ class soak_run {
                  const std::string& when);
   void sweep(const std::string& when);
   void policy_pusher();
+  template <class Msg, class Open>
+  void subscriber(std::uint64_t seed, double min_life, double max_life,
+                  std::atomic<std::uint64_t>& count, const char* what, Open open);
   void events_subscriber();
   void metrics_subscriber();
   void finish_subscription(int epoch, const grpc::Status& st, const std::string& what);
@@ -394,9 +397,14 @@ void soak_run::finish_subscription(int epoch, const grpc::Status& st, const std:
   failed_call(epoch, what + ": " + st.error_message());
 }
 
-void soak_run::events_subscriber() {
-  std::mt19937_64 rng(o_.seed * 131 + 3);
-  std::uniform_real_distribution<double> life(1.0, 8.0), pause(0.1, 2.0);
+// One subscription after another, each living a random time in [min_life, max_life] s, on
+// whichever server is up; counts what arrives in `count`. `open(stub, ctx, rng)` starts the
+// call and returns its reader.
+template <class Msg, class Open>
+void soak_run::subscriber(std::uint64_t seed, double min_life, double max_life,
+                          std::atomic<std::uint64_t>& count, const char* what, Open open) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> life(min_life, max_life), pause(0.1, 2.0);
   while (!stop_) {
     if (down_) {
       sleep_while_running(0.05);
@@ -407,45 +415,36 @@ void soak_run::events_subscriber() {
     grpc::ClientContext ctx;
     ctx.set_deadline(std::chrono::system_clock::now() +
                      std::chrono::milliseconds(static_cast<long>(life(rng) * 1000)));
-    v1::StreamEventsRequest req;
-    req.set_tenant_id(w_.tenant_name(static_cast<int>(rng() % o_.tenants)));
-    req.set_model_id(w_.shape().model);
-    auto reader = stub->StreamCacheEvents(&ctx, req);
-    v1::CacheEvent ev;
-    while (reader->Read(&ev)) {
-      ++events_;
+    auto reader = open(*stub, ctx, rng);
+    Msg m;
+    while (reader->Read(&m)) {
+      ++count;
       if (stop_) ctx.TryCancel();
     }
     grpc::Status st = reader->Finish();
-    if (!stop_) finish_subscription(ep.epoch, st, "StreamCacheEvents");
+    if (!stop_) finish_subscription(ep.epoch, st, what);
     sleep_while_running(pause(rng));
   }
 }
 
+void soak_run::events_subscriber() {
+  subscriber<v1::CacheEvent>(o_.seed * 131 + 3, 1.0, 8.0, events_, "StreamCacheEvents",
+                             [this](v1::InferenceCache::Stub& stub, grpc::ClientContext& ctx,
+                                    std::mt19937_64& rng) {
+                               v1::StreamEventsRequest req;
+                               req.set_tenant_id(
+                                   w_.tenant_name(static_cast<int>(rng() % o_.tenants)));
+                               req.set_model_id(w_.shape().model);
+                               return stub.StreamCacheEvents(&ctx, req);
+                             });
+}
+
 void soak_run::metrics_subscriber() {
-  std::mt19937_64 rng(o_.seed * 137 + 5);
-  std::uniform_real_distribution<double> life(2.0, 10.0), pause(0.1, 2.0);
-  while (!stop_) {
-    if (down_) {
-      sleep_while_running(0.05);
-      continue;
-    }
-    const endpoint ep = current();
-    auto stub = v1::InferenceCache::NewStub(ep.channel);
-    grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() +
-                     std::chrono::milliseconds(static_cast<long>(life(rng) * 1000)));
-    v1::StreamMetricsRequest req;
-    auto reader = stub->StreamMetrics(&ctx, req);
-    v1::Metric m;
-    while (reader->Read(&m)) {
-      ++metrics_;
-      if (stop_) ctx.TryCancel();
-    }
-    grpc::Status st = reader->Finish();
-    if (!stop_) finish_subscription(ep.epoch, st, "StreamMetrics");
-    sleep_while_running(pause(rng));
-  }
+  subscriber<v1::Metric>(o_.seed * 137 + 5, 2.0, 10.0, metrics_, "StreamMetrics",
+                         [](v1::InferenceCache::Stub& stub, grpc::ClientContext& ctx,
+                            std::mt19937_64&) {
+                           return stub.StreamMetrics(&ctx, v1::StreamMetricsRequest());
+                         });
 }
 
 void soak_run::journal_fill() {
