@@ -625,7 +625,8 @@ TEST_F(JetStreamLiveGap, AnUncoveredGapRefusesProducersUntilASharedSnapshotCover
     auto args = test::replica_args(dir_c, "rc", nats_urls(), 1);
     args.insert(args.end(), kSharedFlags.begin(), kSharedFlags.end());
     args.push_back("--journal-reset");
-    const auto [code, out] = test::run_to_exit(IC_SERVER_BINARY, args, 30s);
+    const auto [code, out] =
+        test::run_to_exit(ic::test::executable("inferencecache-server"), args, 30s);
     test::remove_tree(dir_c);
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find("--journal-reset refused: replica ra is live"), std::string::npos) << out;
