@@ -165,8 +165,7 @@ status jetstream_log::truncate_through(std::uint64_t position) {
   if (!forced && last != 0 && steady_ns() - last < interval) return status::success();
   // A failed upload never fails the local snapshot (it is logged; the next one retries).
   auto skip = [&](const std::string& why) {
-    event(true, "shared snapshot not written: " + why);
-    if (forced) force_upload_ = true;  // the next local snapshot tries again
+    shared_not_written(forced, true, why);
     return status::success();
   };
   auto local = newest_local(*local_);
@@ -192,14 +191,15 @@ status jetstream_log::truncate_through(std::uint64_t position) {
   return status::success();
 }
 
+void jetstream_log::shared_not_written(bool forced, bool warn, const std::string& why) const {
+  event(warn, "shared snapshot not written: " + why);
+  // A reset's forced upload that did not commit: the next local snapshot tries again.
+  if (forced) force_upload_ = true;
+}
+
 void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& blob,
                                      bool forced, bool may_purge) {
   const auto t0 = steady::now();
-  // A reset's forced upload that did not commit: the next local snapshot tries again.
-  auto not_written = [&](bool warn, const std::string& why) {
-    event(warn, "shared snapshot not written: " + why);
-    if (forced) force_upload_ = true;
-  };
   const std::uint64_t covering = not_needed_through(position);
   auto st = writer_->state();
   const std::uint64_t first = st.ok() ? st->first_seq : 0;
@@ -209,16 +209,16 @@ void jetstream_log::upload_and_purge(std::uint64_t position, const std::string& 
     if (prev->covering_seq >= covering) return;  // a newer (or the same) one is committed
     revision = prev->revision;
   } else if (prev.status().code() != errc::not_found) {
-    not_written(true, prev.status().to_string());
+    shared_not_written(forced, true, prev.status().to_string());
     return;
   }
   auto m = shared_->put(covering, blob, revision, first);
   if (!m.ok()) {
-    not_written(true, m.status().to_string());
+    shared_not_written(forced, true, m.status().to_string());
     return;
   }
   if (!m->has_value()) {
-    not_written(false, "another writer committed first");
+    shared_not_written(forced, false, "another writer committed first");
     return;
   }
   const double secs = std::chrono::duration<double>(steady::now() - t0).count();

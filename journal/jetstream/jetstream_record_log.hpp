@@ -140,6 +140,9 @@ class jetstream_log final : public record_log {
   /// (after a journal reset) that does not commit re-arms force_upload_.
   void upload_and_purge(std::uint64_t position, const std::string& blob, bool forced,
                         bool may_purge);
+  /// Logs "shared snapshot not written: why" (a warning when `warn`); a `forced` upload
+  /// arms force_upload_ again, so the next local snapshot tries again.
+  void shared_not_written(bool forced, bool warn, const std::string& why) const;
   /// At start-up with `reset_uncovered` and nothing covering: logs the lost range and arms
   /// the forced upload; returns read_newest_snapshot's not_found.
   status accept_loss(std::uint64_t stream_first, std::uint64_t stream_msgs,
