@@ -11,6 +11,10 @@ namespace {
 
 // How long the reader may keep failing (other than a gap) before follow() subscribes again.
 constexpr std::chrono::seconds kResubscribeAfter{5};
+// How long one such subscription may take. follow() cannot see `stop` while it waits, so a
+// shutdown while NATS is unreachable waits at most this long (not the whole open_timeout);
+// an attempt that runs out is tried again after another kResubscribeAfter.
+constexpr std::chrono::milliseconds kResubscribeBudget{1000};
 
 void raise(std::atomic<std::uint64_t>& a, std::uint64_t v) {
   std::uint64_t cur = a.load();
@@ -213,7 +217,9 @@ status jetstream_log::follow(const std::function<void(const log_batch&)>& visit,
       if (!failing_since) failing_since = steady::now();
       if (steady::now() - *failing_since >= kResubscribeAfter) {
         const std::uint64_t from = reader_->expected();
-        auto r = reader::open(opts_.nats, from);
+        options once = opts_.nats;
+        once.open_timeout = std::min(once.open_timeout, kResubscribeBudget);
+        auto r = reader::open(once, from);
         if (r.ok()) {
           resets_before += reader_->resets() + 1;
           reader_ = std::move(r).value();
