@@ -9,24 +9,10 @@ namespace v1 = inferencecache::v1alpha1;
 
 namespace {
 
-/// Bytes a string field holds beyond its object (short strings live inside it).
-std::size_t heap_bytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() : 0; }
-
-/// About what the two messages of one call hold (what Clear() keeps): the sizes of the fields
-/// that grow with the request or the answer.
+/// About what the two messages of one call hold (what Clear() keeps): their serialized size,
+/// which the generated code computes over every field, so a new field is counted too.
 std::size_t held_bytes(const v1::LookupRouteRequest& q, const v1::LookupRouteResponse& r) {
-  std::size_t n = heap_bytes(q.prompt_text()) + heap_bytes(q.prefix_hash()) +
-                  heap_bytes(q.model_id()) + heap_bytes(q.tenant_id()) +
-                  heap_bytes(q.hash_scheme()) + heap_bytes(q.adapter_id());
-  n += static_cast<std::size_t>(q.block_hashes_size()) * sizeof(std::string);
-  for (const auto& h : q.block_hashes()) n += heap_bytes(h);
-  n += static_cast<std::size_t>(q.block_token_counts_size()) * sizeof(std::int32_t);
-  n += static_cast<std::size_t>(q.token_ids_size()) * sizeof(std::uint32_t);
-  n += static_cast<std::size_t>(r.replica_scores_size()) * sizeof(v1::ReplicaScore);
-  for (const auto& s : r.replica_scores()) n += heap_bytes(s.replica_id());
-  n += static_cast<std::size_t>(r.token_ids_size()) * sizeof(std::uint32_t);
-  n += heap_bytes(r.reason_code()) + heap_bytes(r.adapter_id());
-  return n;
+  return q.ByteSizeLong() + r.ByteSizeLong();
 }
 
 }  // namespace

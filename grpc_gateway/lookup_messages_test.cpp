@@ -76,6 +76,29 @@ TEST(LookupMessagePool, ALargeCallsMessagesAreReplacedNotKept) {
   again->Release();
 }
 
+TEST(LookupMessagePool, ALongChainIsReplacedAndAUsualOneKeepsItsMemory) {
+  lookup_message_pool pool;
+  // A 64-block chain is kept: the cleared request still holds its 64 hash strings.
+  auto* h = pool.AllocateMessages();
+  fill_chain_call(h->request(), h->response());
+  const auto* kept = h->request();
+  h->Release();
+  auto* again = pool.AllocateMessages();
+  EXPECT_EQ(again->request(), kept);
+  EXPECT_GE(again->request()->block_hashes().Capacity(), 64);
+  // A chain of 4 096 blocks (no long string anywhere) is over the bound: new messages.
+  for (int i = 0; i < 4096; ++i) {
+    again->request()->add_block_hashes("12345678");
+    again->request()->add_block_token_counts(16);
+  }
+  again->Release();
+  auto* third = pool.AllocateMessages();
+  EXPECT_EQ(third, again);
+  EXPECT_LT(third->request()->block_hashes().Capacity(), 4096);
+  EXPECT_EQ(third->request()->ByteSizeLong(), 0u);
+  third->Release();
+}
+
 TEST(LookupMessagePool, AtMostMaxIdleHoldersAreKept) {
   lookup_message_pool pool(1);
   auto* a = pool.AllocateMessages();
