@@ -3,6 +3,7 @@
 #include "index/tenant_index.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -50,11 +51,19 @@ std::uint8_t normalize_tier(std::int32_t wire) {
 
 // ---------------------------------------------------------------------------- construction
 
+namespace {
+std::uint64_t next_index_instance() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
 tenant_index::tenant_index(std::string name, index_options options)
     : name_(std::move(name)),
       reserved_(name_ == reserved_tenant),
       records_(options.key_chunk_bits),
-      options_(options) {
+      options_(options),
+      instance_(next_index_instance()) {
   if (options_.default_ttl.count() <= 0) options_.default_ttl = policy::default_ttl;
   policy_.eviction_ttl = options_.default_ttl;
 }

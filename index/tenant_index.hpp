@@ -193,6 +193,9 @@ class tenant_index {
 
   const std::string& name() const { return name_; }
   bool reserved() const { return reserved_; }
+  /// A number no other tenant_index of this process had: an entry_ref is only meaningful
+  /// to the index instance that made it (a snapshot load builds a new one).
+  std::uint64_t instance() const { return instance_; }
   /// Distinct keys (prefixes_by_tenant).
   std::int64_t keys() const { return keys_; }
   /// (key, replica) entries.
@@ -520,6 +523,7 @@ class tenant_index {
 
   // Last: the constants the lookup reads once per call, kept out of the hot members' lines.
   index_options options_;
+  std::uint64_t instance_;
 };
 
 // Publishes the change of facts() over one public mutating call to options_.shared.

@@ -2,22 +2,73 @@
 
 #include <limits>
 
+#include "index/tenant_index.hpp"
+
 namespace ic::state {
 
-void credit_batch::add(const std::string& tenant, index::named_hit hit, std::uint32_t count) {
-  std::lock_guard<std::mutex> lk(mu_);
-  auto key = std::make_pair(tenant, std::move(hit));
-  auto it = counts_.find(key);
+namespace {
+void add_saturating(std::uint32_t& counter, std::uint32_t count) {
+  constexpr std::uint32_t max = std::numeric_limits<std::uint32_t>::max();
+  counter = count > max - counter ? max : counter + count;
+}
+}  // namespace
+
+std::uint32_t* credit_batch::add_locked(key k, std::uint32_t count) {
+  auto it = counts_.find(k);
   if (it == counts_.end()) {
     if (counts_.size() >= max_) {
       ++dropped_;
-      return;
+      return nullptr;
     }
-    counts_.emplace(std::move(key), count);
-    return;
+    return &counts_.emplace(std::move(k), count).first->second;
   }
-  constexpr std::uint32_t max = std::numeric_limits<std::uint32_t>::max();
-  it->second = count > max - it->second ? max : it->second + count;
+  add_saturating(it->second, count);
+  return &it->second;
+}
+
+void credit_batch::add(const std::string& tenant, index::named_hit hit, std::uint32_t count) {
+  std::lock_guard<std::mutex> lk(mu_);
+  add_locked(std::make_pair(tenant, std::move(hit)), count);
+}
+
+void credit_batch::add_hits(const std::string& tenant, const index::tenant_index& idx,
+                            const std::vector<index::scored_replica>& hits) {
+  std::lock_guard<std::mutex> lk(mu_);
+  seen_refs& seen = seen_[tenant];
+  if (seen.instance != idx.instance()) {  // refs of another index name other entries
+    seen.counters.clear();
+    seen.instance = idx.instance();
+  }
+  for (const auto& r : hits) {
+    for (const auto& h : r.hits) {
+      auto it = seen.counters.find(h);
+      if (it != seen.counters.end()) {
+        if (it->second) add_saturating(*it->second, 1);
+        else ++dropped_;  // the batch was full when the entry came
+        continue;
+      }
+      if (counts_.size() >= max_) {  // full: a new entry is dropped without naming it
+        ++dropped_;
+        continue;
+      }
+      auto named = idx.name_hit(h);
+      if (!named) continue;  // stale: not remembered, it may name a live entry again
+      seen.counters.emplace(h, add_locked(std::make_pair(tenant, std::move(*named)), 1));
+    }
+  }
+}
+
+std::size_t credit_batch::ref_hash::operator()(const index::entry_ref& r) const noexcept {
+  std::uint64_t h = r.key_hash;
+  h ^= (static_cast<std::uint64_t>(r.key) << 32 | r.replica) * 0x9E3779B97F4A7C15ULL;
+  h ^= static_cast<std::uint64_t>(r.key_part) * 0xC2B2AE3D27D4EB4FULL;
+  return static_cast<std::size_t>(h ^ (h >> 29));
+}
+
+bool credit_batch::ref_eq::operator()(const index::entry_ref& a,
+                                      const index::entry_ref& b) const noexcept {
+  return a.key == b.key && a.replica == b.replica && a.key_hash == b.key_hash &&
+         a.key_part == b.key_part;
 }
 
 std::vector<proto::lfu_credit> credit_batch::take() {
@@ -25,6 +76,7 @@ std::vector<proto::lfu_credit> credit_batch::take() {
   {
     std::lock_guard<std::mutex> lk(mu_);
     taken.swap(counts_);
+    seen_.clear();  // its counters pointed into what was taken
   }
   std::vector<proto::lfu_credit> out;
   out.reserve(taken.size());

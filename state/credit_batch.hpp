@@ -8,8 +8,13 @@
 // use this (one server: lookups credit at once, as before).
 //
 //   credit_batch batch(4096);
-//   batch.add("t", idx.name_hit(ref).value());        // tenant actors, any thread
+//   batch.add_hits("t", idx, out.credit);              // tenant actors, any thread
+//   batch.add("t", idx.name_hit(ref).value());         // or one named entry
 //   std::vector<proto::lfu_credit> due = batch.take(); // journal actor, every interval
+//
+// add_hits names an entry once per interval: later hits on it are found by their entry_ref
+// (and the index instance that made it) without building names, under one lock per lookup
+// (docs/benchmarks.md "LFU credits in JetStream mode").
 //
 // Thread-safe. Plain C++: no CAF.
 #pragma once
@@ -19,10 +24,16 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "index/index_types.hpp"
 #include "proto/record_codec.hpp"
+
+namespace ic::index {
+class tenant_index;
+}
 
 namespace ic::state {
 
@@ -34,15 +45,40 @@ class credit_batch {
 
   /// Adds `count` credits to (tenant, hit).
   void add(const std::string& tenant, index::named_hit hit, std::uint32_t count = 1);
+  /// Adds one credit to each entry of one lookup's `hits`, which `idx` (tenant `tenant`)
+  /// made; the caller may read `idx` (its read gate or its actor). The same as `add` of
+  /// each hit's name, but an entry already in this batch is not named again, and once the
+  /// batch is full a hit on an entry it has not seen through add_hits is dropped unnamed
+  /// (so also one whose name an add() put there: that entry loses this credit).
+  void add_hits(const std::string& tenant, const index::tenant_index& idx,
+                const std::vector<index::scored_replica>& hits);
   /// Takes the collected credits (sorted by tenant, then entry), leaving the batch empty.
   std::vector<proto::lfu_credit> take();
   /// Distinct entries dropped because a batch was full, since construction.
   std::uint64_t dropped() const;
 
  private:
+  using key = std::pair<std::string, index::named_hit>;
+  /// Under mu_: adds `count` to `k`; returns its counter, or nullptr when the batch is full.
+  std::uint32_t* add_locked(key k, std::uint32_t count);
+
+  struct ref_hash {
+    std::size_t operator()(const index::entry_ref& r) const noexcept;
+  };
+  struct ref_eq {
+    bool operator()(const index::entry_ref& a, const index::entry_ref& b) const noexcept;
+  };
+  /// One tenant's entries credited through add_hits this interval: their counters in
+  /// counts_ (nullptr: dropped, the batch was full), valid for refs of index `instance`.
+  struct seen_refs {
+    std::uint64_t instance = 0;
+    std::unordered_map<index::entry_ref, std::uint32_t*, ref_hash, ref_eq> counters;
+  };
+
   mutable std::mutex mu_;
   std::size_t max_;
-  std::map<std::pair<std::string, index::named_hit>, std::uint32_t> counts_;
+  std::map<key, std::uint32_t> counts_;
+  std::unordered_map<std::string, seen_refs> seen_;  // cleared with counts_ by take()
   std::uint64_t dropped_ = 0;
 };
 

@@ -93,6 +93,73 @@ TEST(CreditBatch, AFullBatchDropsNewEntriesButStillCountsHeldOnes) {
   EXPECT_EQ(b.take().size(), 1u);
 }
 
+// add_hits (the lookup path) gives what naming every hit and add()ing it gives: the same
+// entries, counts and order, across takes, with a full batch's drops counted alike.
+TEST(CreditBatch, AddHitsCountsWhatAddingEachNamedHitCounts) {
+  tenant_set s;
+  s.apply(policy_of(
+      R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu"}],"tenants":[]})"));
+  s.apply(testing::as_record(testing::chain_update("r1", {"a", "b", "c"}), kT0));
+  s.apply(testing::as_record(testing::chain_update("r2", {"a"}), kT0 + 1));
+  const tenant_state& t = *s.find("t");
+  for (std::size_t cap : {std::size_t{4096}, std::size_t{3}}) {
+    credit_batch fast(cap), named(cap);
+    for (int round = 0; round < 2; ++round) {  // a take() between: counted afresh
+      for (const auto& blocks : std::vector<std::vector<std::string>>{
+               {"a", "b", "c"}, {"a", "b"}, {"a", "b", "c"}, {"a", "b", "x"}}) {
+        auto out = t.decide(testing::chain_lookup(blocks), kT0 + 10);
+        ASSERT_EQ(out.response.reason_code, "PREFIX_MATCH");
+        ASSERT_FALSE(out.credit.empty());
+        t.collect_credit(out.credit, fast);
+        for (const auto& r : out.credit)
+          for (const auto& h : r.hits) named.add("t", *t.index().name_hit(h));
+      }
+      const auto a = fast.take(), b = named.take();
+      ASSERT_EQ(a.size(), b.size()) << "cap " << cap;
+      ASSERT_FALSE(a.empty());
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].hit.key, b[i].hit.key);
+        EXPECT_EQ(a[i].hit.replica, b[i].hit.replica);
+        EXPECT_EQ(a[i].count, b[i].count);
+      }
+      EXPECT_EQ(fast.dropped(), named.dropped());
+    }
+    if (cap == 3) EXPECT_GT(fast.dropped(), 0u);  // the small batch did fill up
+  }
+}
+
+// An entry_ref means something only to the index that made it: a new index (a snapshot
+// reload) may use the same slot and ids for another entry, which must get its own name.
+TEST(CreditBatch, AddHitsNamesTheEntriesOfANewIndexAfresh) {
+  tenant_set before, after;
+  for (tenant_set* s : {&before, &after})
+    s->apply(policy_of(
+        R"({"version":7,"policies":[{"namespace":"t","eviction":"lfu"}],"tenants":[]})"));
+  before.apply(testing::as_record(testing::chain_update("r1", {"a"}), kT0));
+  after.apply(testing::as_record(testing::chain_update("r2", {"a"}), kT0));
+  auto old_out = before.find("t")->decide(testing::chain_lookup({"a"}), kT0 + 10);
+  auto new_out = after.find("t")->decide(testing::chain_lookup({"a"}), kT0 + 10);
+  ASSERT_EQ(old_out.credit.size(), 1u);
+  ASSERT_EQ(new_out.credit.size(), 1u);
+  ASSERT_EQ(old_out.credit[0].hits.size(), 1u);
+  ASSERT_EQ(new_out.credit[0].hits.size(), 1u);
+  const index::entry_ref o = old_out.credit[0].hits[0], n = new_out.credit[0].hits[0];
+  // The two refs are alike in every field: only the index instance tells them apart.
+  ASSERT_EQ(o.key, n.key);
+  ASSERT_EQ(o.replica, n.replica);
+  ASSERT_EQ(o.key_hash, n.key_hash);
+  ASSERT_EQ(o.key_part, n.key_part);
+  credit_batch batch;
+  before.find("t")->collect_credit(old_out.credit, batch);
+  after.find("t")->collect_credit(new_out.credit, batch);
+  const auto due = batch.take();
+  ASSERT_EQ(due.size(), 2u);
+  EXPECT_EQ(due[0].hit.replica, "r1");
+  EXPECT_EQ(due[1].hit.replica, "r2");
+  EXPECT_EQ(due[0].count, 1u);
+  EXPECT_EQ(due[1].count, 1u);
+}
+
 TEST(CreditBatch, TheRecordRoundTripsAndSplitsByTenant) {
   const std::vector<proto::lfu_credit> credits = {{"t", hit("a"), 2}, {"u", hit("x", "r9"), 1},
                                                   {"t", hit("b"), 5}};

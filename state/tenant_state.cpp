@@ -115,9 +115,7 @@ void tenant_state::credit(const std::vector<index::scored_replica>& hits) {
 
 void tenant_state::collect_credit(const std::vector<index::scored_replica>& hits,
                                   credit_batch& batch) const {
-  for (const auto& r : hits)
-    for (const auto& h : r.hits)
-      if (auto named = index_->name_hit(h)) batch.add(tenant_, std::move(*named));
+  batch.add_hits(tenant_, *index_, hits);
 }
 
 probe_outcome tenant_state::probe(const probe_request& request, index::micros now) {
