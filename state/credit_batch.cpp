@@ -43,8 +43,7 @@ void credit_batch::add_hits(const std::string& tenant, const index::tenant_index
     for (const auto& h : r.hits) {
       auto it = seen.counters.find(h);
       if (it != seen.counters.end()) {
-        if (it->second) add_saturating(*it->second, 1);
-        else ++dropped_;  // the batch was full when the entry came
+        add_saturating(*it->second, 1);
         continue;
       }
       if (counts_.size() >= max_) {  // full: a new entry is dropped without naming it
@@ -53,6 +52,7 @@ void credit_batch::add_hits(const std::string& tenant, const index::tenant_index
       }
       auto named = idx.name_hit(h);
       if (!named) continue;  // stale: not remembered, it may name a live entry again
+      // Not full: add_locked gives the counter (never nullptr).
       seen.counters.emplace(h, add_locked(std::make_pair(tenant, std::move(*named)), 1));
     }
   }
@@ -72,7 +72,7 @@ bool credit_batch::ref_eq::operator()(const index::entry_ref& a,
 }
 
 std::vector<proto::lfu_credit> credit_batch::take() {
-  std::map<std::pair<std::string, index::named_hit>, std::uint32_t> taken;
+  std::map<key, std::uint32_t> taken;
   {
     std::lock_guard<std::mutex> lk(mu_);
     taken.swap(counts_);

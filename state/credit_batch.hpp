@@ -69,7 +69,7 @@ class credit_batch {
     bool operator()(const index::entry_ref& a, const index::entry_ref& b) const noexcept;
   };
   /// One tenant's entries credited through add_hits this interval: their counters in
-  /// counts_ (nullptr: dropped, the batch was full), valid for refs of index `instance`.
+  /// counts_, valid for refs of index `instance`.
   struct seen_refs {
     std::uint64_t instance = 0;
     std::unordered_map<index::entry_ref, std::uint32_t*, ref_hash, ref_eq> counters;
