@@ -34,6 +34,13 @@ enum class flow { normal, break_, continue_ };
 class renderer {
  public:
   renderer(const local_clock& clock) : clock_(clock) { scopes_.emplace_back(); }
+  /// `{% set ns.a = ns %}` (or through a list or another namespace) makes a cycle of
+  /// shared_ptrs; emptying every namespace made here breaks them (no value outlives render).
+  ~renderer() {
+    for (const auto& m : namespaces_) m->clear();
+  }
+  renderer(const renderer&) = delete;
+  renderer& operator=(const renderer&) = delete;
 
   void set_global(const std::string& k, value v) { scopes_.front()[k] = std::move(v); }
 
@@ -488,7 +495,10 @@ class renderer {
       if (!a.empty() && a[0].k == value::dict) d = *a[0].m;
       for (const auto& [k, x] : e.kwargs) d.emplace_back(k, eval(*x));
       value v = value::of_dict(std::move(d));
-      if (e.id == "namespace") v.k = value::ns;
+      if (e.id == "namespace") {
+        v.k = value::ns;
+        namespaces_.push_back(v.m);
+      }
       return v;
     }
     if (e.id == "range") {
@@ -745,6 +755,7 @@ class renderer {
   }
 
   std::vector<std::map<std::string, value>> scopes_;
+  std::vector<std::shared_ptr<dict_t>> namespaces_;  // every namespace(), emptied at the end
   const local_clock& clock_;
   std::uint64_t steps_ = 0;
 };
