@@ -35,9 +35,11 @@ class renderer {
  public:
   renderer(const local_clock& clock) : clock_(clock) { scopes_.emplace_back(); }
   /// `{% set ns.a = ns %}` (or through a list or another namespace) makes a cycle of
-  /// shared_ptrs; emptying every namespace made here breaks them (no value outlives render).
+  /// shared_ptrs; emptying every namespace made here that is still alive breaks them (no
+  /// value outlives render).
   ~renderer() {
-    for (const auto& m : namespaces_) m->clear();
+    for (const auto& w : namespaces_)
+      if (auto m = w.lock()) m->clear();
   }
   renderer(const renderer&) = delete;
   renderer& operator=(const renderer&) = delete;
@@ -755,7 +757,8 @@ class renderer {
   }
 
   std::vector<std::map<std::string, value>> scopes_;
-  std::vector<std::shared_ptr<dict_t>> namespaces_;  // every namespace(), emptied at the end
+  // Every namespace() made, not kept alive by this: only those in a cycle remain at the end.
+  std::vector<std::weak_ptr<dict_t>> namespaces_;
   const local_clock& clock_;
   std::uint64_t steps_ = 0;
 };
