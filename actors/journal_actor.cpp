@@ -24,6 +24,8 @@ struct journal_actor_state {
   /// Replicated mode only (nullptr: the RocksDB journal, applied from here).
   replication_link* repl = nullptr;
   bool lagging = false;
+  /// Acks are being answered late-batch JOURNAL_UNAVAILABLE (logged once per episode).
+  bool acks_expiring = false;
   coordinator_actor coordinator;
   runtime_probe* probe = nullptr;
   std::vector<append_msg> pending;
@@ -152,6 +154,37 @@ void publish_credits(journal_actor_state& s) {
     spdlog::warn("LFU credit batches full: {} entries dropped so far", dropped);
   s.credits_dropped = dropped;
 }
+/// How often the journal actor looks for Acks whose batch is overdue: a quarter of the bound,
+/// within [50 ms, 1 s].
+std::chrono::nanoseconds ack_expiry_tick(std::chrono::nanoseconds bound) {
+  using namespace std::chrono_literals;
+  return std::clamp<std::chrono::nanoseconds>(bound / 4, 50ms, 1s);
+}
+/// Answers JOURNAL_UNAVAILABLE ("outcome unknown; retry") to every sink whose batch was
+/// published more than `--max-apply-lag` ago and has not come back from the stream (a
+/// consumer being recreated after a NATS node loss took 3-9 s here): a producer gets an
+/// answer within its deadline. The batch is stored and is applied without them when it
+/// arrives, as after a publish that ran out of budget.
+void expire_acks(journal_actor_state& s) {
+  const auto bound = s.repl->max_apply_lag;
+  auto late = s.repl->pending.take_registered_before(
+      pending_batches::clock::now() -
+      std::chrono::duration_cast<pending_batches::clock::duration>(bound));
+  if (late.empty()) {
+    if (s.acks_expiring) spdlog::info("stream deliveries back within --max-apply-lag");
+    s.acks_expiring = false;
+    return;
+  }
+  if (!s.acks_expiring)
+    spdlog::warn("{} appends not back from the stream within --max-apply-lag ({:.3f} s): "
+                 "answered JOURNAL_UNAVAILABLE (outcome unknown; applied when they arrive)",
+                 late.size(), std::chrono::duration<double>(bound).count());
+  s.acks_expiring = true;
+  s.repl->acks_expired += late.size();
+  for (auto& it : late)
+    if (it.sink)
+      it.sink->on_applied(it.slot, append_result{false, ack_reason::journal_unavailable, 0});
+}
 // --- end of replicated mode --------------------------------------------------------------
 
 /// Journals the TTL sweep when it is due on the timer clock: published (replicated) or
@@ -189,6 +222,8 @@ journal_actor::behavior_type journal_actor_impl(
   self->state.sweep = state::sweep_schedule(sweep_interval, first);
   self->delayed_send(self, self->state.sweep.wait(started), sweep_atom::value);
   if (repl) self->delayed_send(self, repl->credit_interval, credit_atom::value);
+  if (repl && repl->max_apply_lag.count() > 0)
+    self->delayed_send(self, ack_expiry_tick(repl->max_apply_lag), ack_expiry_atom::value);
   auto schedule_flush = [self] {
     if (!self->state.flush_scheduled) {
       self->state.flush_scheduled = true;
@@ -260,6 +295,11 @@ journal_actor::behavior_type journal_actor_impl(
       [=](credit_atom) {  // replicated mode only
         publish_credits(self->state);
         self->delayed_send(self, self->state.repl->credit_interval, credit_atom::value);
+      },
+      [=](ack_expiry_atom) {  // replicated mode with a --max-apply-lag only
+        expire_acks(self->state);
+        self->delayed_send(self, ack_expiry_tick(self->state.repl->max_apply_lag),
+                           ack_expiry_atom::value);
       },
   };
 }

@@ -74,6 +74,7 @@ using read_atom = caf::atom_constant<caf::atom("read")>;
 using probe_atom = caf::atom_constant<caf::atom("probe")>;
 using pd_route_atom = caf::atom_constant<caf::atom("pdroute")>;
 using credit_atom = caf::atom_constant<caf::atom("credit")>;
+using ack_expiry_atom = caf::atom_constant<caf::atom("ackexpiry")>;
 using reload_atom = caf::atom_constant<caf::atom("reload")>;
 using retire_atom = caf::atom_constant<caf::atom("retire")>;
 
@@ -317,7 +318,8 @@ using coordinator_actor =
 ///   sweep()      queues a TTL sweep record and re-arms the timer
 using journal_actor = caf::typed_actor<caf::reacts_to<append_atom, append_msg>,
                                        caf::reacts_to<flush_atom>, caf::reacts_to<sweep_atom>,
-                                       caf::reacts_to<credit_atom>>;
+                                       caf::reacts_to<credit_atom>,
+                                       caf::reacts_to<ack_expiry_atom>>;
 
 /// The snapshot writer (detached: RocksDB writes block): serialises and stores a snapshot,
 /// keeps the newest `keep`, truncates the journal through the snapshot's sequence; and runs

@@ -10,17 +10,32 @@
 
 namespace ic::actors {
 
-void pending_batches::add(std::string id, std::vector<item> items) {
+void pending_batches::add(std::string id, std::vector<item> items, clock::time_point at) {
   std::lock_guard<std::mutex> lk(mu_);
-  map_[std::move(id)] = std::move(items);
+  map_[std::move(id)] = batch{std::move(items), at};
 }
 
 std::optional<std::vector<pending_batches::item>> pending_batches::take(std::string_view id) {
   std::lock_guard<std::mutex> lk(mu_);
   auto it = map_.find(std::string(id));
   if (it == map_.end()) return std::nullopt;
-  auto out = std::move(it->second);
+  auto out = std::move(it->second.items);
   map_.erase(it);
+  return out;
+}
+
+std::vector<pending_batches::item> pending_batches::take_registered_before(
+    clock::time_point cutoff) {
+  std::lock_guard<std::mutex> lk(mu_);
+  std::vector<item> out;
+  for (auto it = map_.begin(); it != map_.end();) {
+    if (it->second.at >= cutoff) {
+      ++it;
+      continue;
+    }
+    for (auto& i : it->second.items) out.push_back(std::move(i));
+    it = map_.erase(it);
+  }
   return out;
 }
 
@@ -32,8 +47,8 @@ std::size_t pending_batches::size() const {
 std::vector<pending_batches::item> pending_batches::take_all() {
   std::lock_guard<std::mutex> lk(mu_);
   std::vector<item> out;
-  for (auto& [_, items] : map_)
-    for (auto& it : items) out.push_back(std::move(it));
+  for (auto& [_, b] : map_)
+    for (auto& it : b.items) out.push_back(std::move(it));
   map_.clear();
   return out;
 }

@@ -27,29 +27,42 @@ namespace ic::actors {
 /// The sinks of published batches whose delivery has not been seen yet. Thread-safe.
 class pending_batches {
  public:
+  using clock = std::chrono::steady_clock;
   struct item {
     std::shared_ptr<append_sink> sink;
     std::size_t slot = 0;
   };
   /// Registers the sinks of batch `id` (one per record, in record order) before it is
-  /// published: a delivery may beat the PubAck.
-  void add(std::string id, std::vector<item> items);
+  /// published (a delivery may beat the PubAck), registered at `at`.
+  void add(std::string id, std::vector<item> items, clock::time_point at = clock::now());
   /// Removes and returns the sinks of `id`; nullopt when unknown or already taken.
   std::optional<std::vector<item>> take(std::string_view id);
+  /// Removes and returns the sinks of every batch registered before `cutoff`.
+  std::vector<item> take_registered_before(clock::time_point cutoff);
   /// Removes and returns every registered sink.
   std::vector<item> take_all();
   std::size_t size() const;
 
  private:
+  struct batch {
+    std::vector<item> items;
+    clock::time_point at;
+  };
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<item>> map_;
+  std::unordered_map<std::string, batch> map_;
 };
 
 /// What the journal actor needs in replicated mode.
 struct replication_link {
   pending_batches pending;
   /// Refuse appends (JOURNAL_UNAVAILABLE) while the apply lag exceeds this; 0 = never.
+  /// Also the longest a producer's Ack waits for its published batch to come back from the
+  /// stream: past it the Ack is JOURNAL_UNAVAILABLE (outcome unknown: the batch is stored
+  /// and is applied without its sinks when it arrives), never a client deadline.
   std::chrono::nanoseconds max_apply_lag{0};
+  /// Acks answered JOURNAL_UNAVAILABLE because their batch did not come back within
+  /// `max_apply_lag` (counted with the log's unknown outcomes).
+  std::atomic<std::uint64_t> acks_expired{0};
   /// Record position of the last policy record this replica applied (the coordinator sets
   /// it; recovery's from the log): a policy push expects it (spec §3.4).
   std::atomic<std::uint64_t> policy_applied{0};

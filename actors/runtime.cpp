@@ -403,6 +403,7 @@ journal::log_stats runtime::journal_stats() const {
   if (impl_->repl) {
     st.halted = impl_->repl->halted.load();
     st.reloads = impl_->repl->reloads.load();
+    st.unknown_outcomes += impl_->repl->acks_expired.load();
   }
   return st;
 }

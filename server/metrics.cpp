@@ -213,7 +213,9 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
   journal_publish_retries_ = counter("inferencecache_journal_publish_retries_total",
                                      "JetStream publishes repeated with the same Msg-Id");
   journal_unknown_outcomes_ = counter("inferencecache_journal_unknown_outcome_total",
-                                      "Appends given up after --journal-append-timeout");
+                                      "Appends answered JOURNAL_UNAVAILABLE with an unknown outcome: "
+                                      "not stored within --journal-append-timeout, or not back "
+                                      "from the stream within --max-apply-lag");
   journal_gaps_ = counter("inferencecache_journal_gaps_total",
                           "Stream gaps (purged past this replica): it stopped applying");
   journal_halted_ = gauge("inferencecache_journal_halted",

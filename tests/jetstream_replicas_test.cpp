@@ -172,6 +172,42 @@ TEST_F(JetStreamReplicas, NatsDownRefusesProducersAndKeepsServingLookups) {
   EXPECT_EQ(a_->terminate(), 0);
 }
 
+// Spec §3.8, "replica far behind": an append whose batch is slow to come back from the
+// stream (test hook: this replica's follower hands each batch over 3 s late; a consumer
+// being recreated after a NATS node loss took 3-9 s here) is answered JOURNAL_UNAVAILABLE
+// once it waited --max-apply-lag, not left to the client's deadline. The outcome was
+// unknown to the producer: the record was stored, and is applied when it arrives.
+TEST_F(JetStreamReplicas, AnAppendSlowToComeBackIsAnsweredAfterMaxApplyLag) {
+  ::setenv("IC_TEST_FOLLOW_DELAY_MS", "3000", 1);
+  a_ = start(dir_a_, "ra", {"--sweep-interval=24h", "--max-apply-lag=1s"},
+             ic::test::executable("inferencecache-server-testhooks"));
+  ::unsetenv("IC_TEST_FOLLOW_DELAY_MS");
+  ASSERT_TRUE(a_);
+  // Caught up (the start-up sweep applied, 3 s late) before the append: not refused as lagging.
+  ASSERT_TRUE(eventually(
+      [&] {
+        const long long applied = journal_position(a_->http_port(), "applied");
+        return applied >= 1 && applied == journal_position(a_->http_port(), "stream_last");
+      },
+      15s))
+      << a_->logs();
+  auto sa = stub(*a_);
+  const auto t0 = steady::now();
+  grpc::Status rpc;
+  const auto ack = report(*sa, "gpu-a", {"late"}, &rpc);
+  const auto took = steady::now() - t0;
+  ASSERT_TRUE(rpc.ok()) << rpc.error_message();  // an Ack, never a deadline
+  EXPECT_EQ(ack.reason_code(), "JOURNAL_UNAVAILABLE") << a_->logs();
+  EXPECT_GE(took, 900ms);   // it waited for its batch...
+  EXPECT_LT(took, 2500ms);  // ...--max-apply-lag and one check (250 ms), not the 3 s delay
+  EXPECT_TRUE(converges(*sa, {"late"}, "gpu-a", 10s)) << a_->logs();
+  EXPECT_GE(metric(a_->http_port(), "inferencecache_journal_unknown_outcome_total"), 1.0);
+  EXPECT_NE(a_->logs().find("not back from the stream within --max-apply-lag"),
+            std::string::npos)
+      << a_->logs();
+  EXPECT_EQ(a_->terminate(), 0);
+}
+
 // Spec §3.4 / §3.10 check 8. Concurrent /policy pushes to both replicas: each answers 204
 // or 409, at least one wins, both end with the same policy. A replica that has not applied
 // the newest push yet (test hook: its follower hands batches over 1.5 s late) loses its

@@ -29,7 +29,9 @@ v1::Ack report(v1::InferenceCache::Stub& stub, const std::string& replica,
                const std::string& tenant) {
   v1::CacheStateUpdate u = chain_update_message(tenant, replica, blocks);
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 10s);
+  // Longer than any answer the server owes (--journal-append-timeout + --max-apply-lag + a
+  // check): an RPC error here is a server that did not answer, never a slow stream.
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
   v1::Ack ack;
   auto writer = stub.ReportCacheState(&ctx, &ack);
   writer->Write(u);
