@@ -119,7 +119,9 @@ class JetStreamCluster : public test::replicas_fixture {
     const int victim = leader ? leader_index : (leader_index + 1) % 3;
     test::event_recorder ea(*a_), eb(*b_);
     producer p(*a_, "k");
-    ASSERT_TRUE(p.wait_acked(50, 10s)) << p.other_error() << a_->logs();
+    // Bounds, not timings: a stream just created on a loaded box (CI runs the ASan pass two
+    // tests at a time) can take seconds to accept its first appends.
+    ASSERT_TRUE(p.wait_acked(50, 30s)) << p.other_error() << a_->logs();
     nats_->kill9(victim);
     const int before = p.acked_count();
     const auto killed_at = steady::now();
@@ -128,14 +130,17 @@ class JetStreamCluster : public test::replicas_fixture {
       restarted_early = true;
       ASSERT_TRUE(nats_->restart(victim)) << nats_->logs();
     }
-    ASSERT_TRUE(p.wait_acked(before + 30, 20s)) << "appends did not resume\n" << a_->logs();
+    ASSERT_TRUE(p.wait_acked(before + 30, 30s)) << "appends did not resume\n" << a_->logs()
+                                                 << nats_->logs();
     const auto resumed_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(steady::now() - killed_at).count();
     if (!restarted_early) {
       ASSERT_TRUE(nats_->restart(victim)) << nats_->logs();
     }
     p.stop();
-    EXPECT_EQ(p.other_error(), "");  // JOURNAL_UNAVAILABLE only: never an RPC error
+    // JOURNAL_UNAVAILABLE only, never an RPC error: an Ack whose batch is slow to come back
+    // (the reader's consumer recreated after the node loss) is answered after --max-apply-lag.
+    EXPECT_EQ(p.other_error(), "") << a_->logs();
     std::printf("%s %s killed after %d acks: %zu acked, %d unknown outcome, 30 more acks %lld ms "
                 "after the kill%s; new leader %s\n",
                 leader ? "stream leader" : "follower", nats_->name(victim).c_str(), before,
