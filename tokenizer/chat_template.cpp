@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <variant>
@@ -30,6 +31,11 @@ namespace {
 // Evaluation.
 
 enum class flow { normal, break_, continue_ };
+
+/// Python's ints do not overflow; ours are 64-bit, and past that the render fails.
+void overflow_if(bool overflowed) {
+  if (overflowed) throw render_error("integer overflow (64-bit)");
+}
 
 class renderer {
  public:
@@ -225,7 +231,10 @@ class renderer {
       case expr::unary_not: return value::of_bool(!truthy(eval(*e.args[0])));
       case expr::unary_neg: {
         value v = eval(*e.args[0]);
-        if (v.k == value::integer) return value::of_int(-v.i);
+        if (v.k == value::integer) {
+          overflow_if(v.i == std::numeric_limits<std::int64_t>::min());
+          return value::of_int(-v.i);
+        }
         if (v.is_num()) return value::of_real(-v.num());
         throw render_error("bad operand type for unary -");
       }
@@ -348,17 +357,31 @@ class renderer {
       return value::of_real(a.num() / b.num());
     }
     if (ints) {
-      if (op == "+") return value::of_int(ai + bi);
-      if (op == "-") return value::of_int(ai - bi);
-      if (op == "*") return value::of_int(ai * bi);
+      std::int64_t r = 0;
+      if (op == "+" || op == "-" || op == "*") {
+        overflow_if(op == "+"   ? __builtin_add_overflow(ai, bi, &r)
+                    : op == "-" ? __builtin_sub_overflow(ai, bi, &r)
+                                : __builtin_mul_overflow(ai, bi, &r));
+        return value::of_int(r);
+      }
       if (op == "**") {
         if (bi < 0) return value::of_real(std::pow(a.num(), b.num()));
-        std::int64_t r = 1;
-        for (std::int64_t n = 0; n < bi; ++n) r *= ai;
+        r = 1;  // by squaring: at most 63 rounds, whatever the exponent
+        std::int64_t base = ai;
+        for (std::int64_t e = bi; e > 0; e >>= 1) {
+          if (e & 1) overflow_if(__builtin_mul_overflow(r, base, &r));
+          if (e > 1) overflow_if(__builtin_mul_overflow(base, base, &base));
+        }
         return value::of_int(r);
       }
       if (bi == 0) throw render_error("integer division or modulo by zero");
-      std::int64_t q = ai / bi, r = ai % bi;
+      if (bi == -1) {  // INT64_MIN / -1 overflows (and so does INT64_MIN % -1 in C++)
+        if (op != "//") return value::of_int(0);
+        overflow_if(ai == std::numeric_limits<std::int64_t>::min());
+        return value::of_int(-ai);
+      }
+      std::int64_t q = ai / bi;
+      r = ai % bi;
       if (r != 0 && ((r < 0) != (bi < 0))) { --q; r += bi; }
       return value::of_int(op == "//" ? q : r);
     }
@@ -509,10 +532,11 @@ class renderer {
       else if (a.size() >= 2) { start = a[0].i; stop = a[1].i; if (a.size() > 2) step = a[2].i; }
       if (step == 0) throw render_error("range() step must not be zero");
       list_t out;
-      for (auto x = start; step > 0 ? x < stop : x > stop; x += step) {
+      for (auto x = start; step > 0 ? x < stop : x > stop;) {
         out.push_back(value::of_int(x));
         if (out.size() > 100000) throw render_error("range() too large");
         this->step();  // each element is work: nested ranges count against the bound
+        if (__builtin_add_overflow(x, step, &x)) break;  // past the 64-bit end: past stop
       }
       return value::of_list(std::move(out));
     }
@@ -719,14 +743,21 @@ class renderer {
         auto x = std::strtoll(strip(*v.s, nullptr, true, true).c_str(), &end, 10);
         return value::of_int(end && *end == '\0' ? x : (a.empty() ? 0 : a[0].i));
       }
-      return value::of_int(v.is_num() ? static_cast<std::int64_t>(v.num()) : 0);
+      if (!v.is_num()) return value::of_int(0);
+      const double d = v.num();
+      // Only a double inside the 64-bit range converts (2^63 itself is outside it).
+      overflow_if(!(d >= -9223372036854775808.0 && d < 9223372036854775808.0));
+      return value::of_int(static_cast<std::int64_t>(d));
     }
     if (f == "float") {
       if (v.k == value::string) return value::of_real(std::strtod(v.s->c_str(), nullptr));
       return value::of_real(v.is_num() ? v.num() : 0.0);
     }
     if (f == "abs") {
-      if (v.k == value::integer) return value::of_int(v.i < 0 ? -v.i : v.i);
+      if (v.k == value::integer) {
+        overflow_if(v.i == std::numeric_limits<std::int64_t>::min());
+        return value::of_int(v.i < 0 ? -v.i : v.i);
+      }
       return value::of_real(std::fabs(v.num()));
     }
     if (f == "round") {

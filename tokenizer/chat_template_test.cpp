@@ -189,6 +189,33 @@ TEST(ChatTemplateBounds, DeepNestingIsRefusedAtParseTimeInsteadOfOverflowingTheS
   EXPECT_EQ(render_ok(repeat("{% if true %}", 40) + "x" + repeat("{% endif %}", 40), "x"), "x");
 }
 
+// Found by fuzz_chat_template (session 11, 1.79 M executions): `INT64_MAX + INT64_MAX` was a
+// signed overflow (UB). Integer arithmetic past 64 bits fails the render, as do the other
+// ways to overflow; a range() near the end of the 64-bit range stops at it.
+TEST(ChatTemplateBounds, IntegerOverflowFailsTheRender) {
+  for (const char* source :
+       {"{{ 9223372036854775807 + 9223372036854775807 }}", "{{ -9223372036854775807 - 2 }}",
+        "{{ 4294967296 * 4294967296 }}", "{{ 2 ** 64 }}", "{{ 3 ** 9223372036854775807 }}",
+        "{{ (-9223372036854775807 - 1) // -1 }}", "{{ -(-9223372036854775807 - 1) }}",
+        "{{ (-9223372036854775807 - 1) | abs }}", "{{ 1e300 | int }}"}) {
+    auto t = chat_template::parse(source);
+    ASSERT_TRUE(t) << source << ": " << t.error();
+    auto r = (*t)->render({{"user", "x"}}, {}, true, fixed_time);
+    ASSERT_FALSE(r) << source << " rendered " << *r;
+    EXPECT_NE(r.error().find("integer overflow"), std::string::npos) << source << ": " << r.error();
+  }
+  // Inside the range the same operations still answer as Python does.
+  EXPECT_EQ(render_ok("{{ 9223372036854775806 + 1 }} {{ 2 ** 62 }} {{ 1 ** 9223372036854775807 }} "
+                      "{{ (-1) ** 9223372036854775807 }} {{ -7 // 2 }} {{ -9 | abs }} "
+                      "{{ (-9223372036854775807 - 1) % -1 }} {{ 7 // -1 }}",
+                      "x"),
+            "9223372036854775807 4611686018427387904 1 -1 -4 9 0 -7");
+  EXPECT_EQ(render_ok("{% for x in range(9223372036854775806, 9223372036854775807, 5) %}"
+                      "{{ x }}{% endfor %}",
+                      "x"),
+            "9223372036854775806");
+}
+
 // Found by fuzz_chat_template: nested range() loops ran for 10^10 iterations.
 TEST(ChatTemplateBounds, ARenderStopsAfterItsStepBound) {
   auto t = chat_template::parse(
