@@ -36,6 +36,11 @@ enum class flow { normal, break_, continue_ };
 void overflow_if(bool overflowed) {
   if (overflowed) throw render_error("integer overflow (64-bit)");
 }
+/// -i, or the render fails (-INT64_MIN does not fit).
+std::int64_t negated(std::int64_t i) {
+  overflow_if(i == std::numeric_limits<std::int64_t>::min());
+  return -i;
+}
 
 class renderer {
  public:
@@ -231,10 +236,7 @@ class renderer {
       case expr::unary_not: return value::of_bool(!truthy(eval(*e.args[0])));
       case expr::unary_neg: {
         value v = eval(*e.args[0]);
-        if (v.k == value::integer) {
-          overflow_if(v.i == std::numeric_limits<std::int64_t>::min());
-          return value::of_int(-v.i);
-        }
+        if (v.k == value::integer) return value::of_int(negated(v.i));
         if (v.is_num()) return value::of_real(-v.num());
         throw render_error("bad operand type for unary -");
       }
@@ -376,9 +378,7 @@ class renderer {
       }
       if (bi == 0) throw render_error("integer division or modulo by zero");
       if (bi == -1) {  // INT64_MIN / -1 overflows (and so does INT64_MIN % -1 in C++)
-        if (op != "//") return value::of_int(0);
-        overflow_if(ai == std::numeric_limits<std::int64_t>::min());
-        return value::of_int(-ai);
+        return value::of_int(op == "//" ? negated(ai) : 0);
       }
       std::int64_t q = ai / bi;
       r = ai % bi;
@@ -754,10 +754,7 @@ class renderer {
       return value::of_real(v.is_num() ? v.num() : 0.0);
     }
     if (f == "abs") {
-      if (v.k == value::integer) {
-        overflow_if(v.i == std::numeric_limits<std::int64_t>::min());
-        return value::of_int(v.i < 0 ? -v.i : v.i);
-      }
+      if (v.k == value::integer) return value::of_int(v.i < 0 ? negated(v.i) : v.i);
       return value::of_real(std::fabs(v.num()));
     }
     if (f == "round") {
