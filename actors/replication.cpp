@@ -10,7 +10,8 @@
 
 namespace ic::actors {
 
-void pending_batches::add(std::string id, std::vector<item> items, clock::time_point at) {
+void pending_batches::add(std::string id, std::vector<item> items) {
+  const auto at = clock::now();
   std::lock_guard<std::mutex> lk(mu_);
   map_[std::move(id)] = batch{std::move(items), at};
 }

@@ -33,8 +33,8 @@ class pending_batches {
     std::size_t slot = 0;
   };
   /// Registers the sinks of batch `id` (one per record, in record order) before it is
-  /// published (a delivery may beat the PubAck), registered at `at`.
-  void add(std::string id, std::vector<item> items, clock::time_point at = clock::now());
+  /// published (a delivery may beat the PubAck); its age counts from now.
+  void add(std::string id, std::vector<item> items);
   /// Removes and returns the sinks of `id`; nullopt when unknown or already taken.
   std::optional<std::vector<item>> take(std::string_view id);
   /// Removes and returns the sinks of every batch registered before `cutoff`.
