@@ -17,23 +17,31 @@ namespace ic::journal::jetstream::testing {
 
 namespace {
 
-// Binds 127.0.0.1:0 and returns the port the kernel picked (closed again; a race with
-// another process taking it in between is possible and shows up as a failed start).
-int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
+// `count` distinct free loopback ports: each socket stays bound until all are picked, so
+// no two picks collide. They are closed again before the servers start, so another process
+// (a client's ephemeral source port, another test's server) can still take one in between:
+// nats_cluster::start() sees that server exit and starts over on fresh ports.
+std::vector<int> free_ports(std::size_t count) {
+  std::vector<int> fds;
+  std::vector<int> ports;
+  for (std::size_t i = 0; i < count; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = 0;
+    socklen_t len = sizeof a;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      break;
+    }
+    ports.push_back(ntohs(a.sin_port));
   }
-  ::close(fd);
-  return port;
+  for (int fd : fds) ::close(fd);
+  if (ports.size() != count) ports.assign(count, 0);
+  return ports;
 }
 
 }  // namespace
@@ -53,6 +61,20 @@ std::string nats_cluster::binary() {
 
 std::unique_ptr<nats_cluster> nats_cluster::start(int nodes, std::string* error,
                                                   std::chrono::milliseconds timeout) {
+  // A node that exits while starting has most likely lost one of its ports to another
+  // process (its log then says "address already in use"): up to 3 attempts, each on fresh
+  // ports.
+  constexpr int attempts = 3;
+  for (int attempt = 1;; ++attempt) {
+    bool port_lost = false;
+    auto c = try_start(nodes, error, timeout, &port_lost);
+    if (c != nullptr || !port_lost || attempt == attempts) return c;
+  }
+}
+
+std::unique_ptr<nats_cluster> nats_cluster::try_start(int nodes, std::string* error,
+                                                      std::chrono::milliseconds timeout,
+                                                      bool* port_lost) {
   std::unique_ptr<nats_cluster> c(new nats_cluster());
   c->binary_ = binary();
   if (c->binary_.empty()) {
@@ -65,10 +87,15 @@ std::unique_ptr<nats_cluster> nats_cluster::start(int nodes, std::string* error,
     return nullptr;
   }
   c->nodes_.resize(static_cast<std::size_t>(nodes));
-  for (auto& n : c->nodes_) {
-    n.client_port = free_port();
-    n.route_port = free_port();
-    n.http_port = free_port();
+  const std::vector<int> ports = free_ports(3 * c->nodes_.size());
+  for (std::size_t i = 0; i < c->nodes_.size(); ++i) {
+    c->nodes_[i].client_port = ports[3 * i];
+    c->nodes_[i].route_port = ports[3 * i + 1];
+    c->nodes_[i].http_port = ports[3 * i + 2];
+  }
+  if (ports.front() == 0) {
+    *error = "cannot bind a loopback port";
+    return nullptr;
   }
   for (int i = 0; i < nodes; ++i) {
     auto& n = c->nodes_[static_cast<std::size_t>(i)];
@@ -101,7 +128,11 @@ std::unique_ptr<nats_cluster> nats_cluster::start(int nodes, std::string* error,
   }
   for (int i = 0; i < nodes; ++i) {
     if (!c->wait_healthy(i, timeout)) {
-      *error = name(i) + " not healthy within " + std::to_string(timeout.count()) + " ms\n" +
+      const auto& p = c->nodes_[static_cast<std::size_t>(i)].proc;
+      *port_lost = p != nullptr && p->has_exited();
+      *error = name(i) + (*port_lost ? " exited while starting\n"
+                                     : " not healthy within " + std::to_string(timeout.count()) +
+                                           " ms\n") +
                c->logs();
       return nullptr;
     }
@@ -166,8 +197,10 @@ bool nats_cluster::restart(int i, std::chrono::milliseconds timeout) {
 bool nats_cluster::wait_healthy(int i, std::chrono::milliseconds timeout) const {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   const int port = nodes_[static_cast<std::size_t>(i)].http_port;
+  const auto& proc = nodes_[static_cast<std::size_t>(i)].proc;
   do {
     if (ic::test::http_call(port, "GET", "/healthz").status == 200) return true;
+    if (proc == nullptr || proc->has_exited()) return false;  // e.g. a port was taken
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   } while (std::chrono::steady_clock::now() < deadline);
   return false;

@@ -29,8 +29,10 @@ class nats_cluster {
   static std::string binary();
 
   /// Writes configs for `nodes` (1, or 3 for a cluster named "ic") on free loopback ports,
-  /// starts every node and waits (≤ `timeout`) until each answers /healthz 200. Returns
-  /// nullptr and sets *error (with the servers' logs) on failure; started nodes are killed.
+  /// starts every node and waits (≤ `timeout`) until each answers /healthz 200. A node that
+  /// exits meanwhile lost a port to another process: up to 3 attempts on fresh ports.
+  /// Returns nullptr and sets *error (with the servers' logs) on failure; started nodes
+  /// are killed.
   static std::unique_ptr<nats_cluster> start(int nodes, std::string* error,
                                              std::chrono::milliseconds timeout =
                                                  std::chrono::seconds(20));
@@ -58,7 +60,7 @@ class nats_cluster {
   int stop(int i, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   /// Starts node `i` again on its ports and store; waits for /healthz (≤ `timeout`).
   bool restart(int i, std::chrono::milliseconds timeout = std::chrono::seconds(20));
-  /// Waits until node `i` answers /healthz 200 (≤ `timeout`).
+  /// Waits until node `i` answers /healthz 200 (≤ `timeout`); false at once if it exited.
   bool wait_healthy(int i, std::chrono::milliseconds timeout) const;
   /// The server_name of the node leading stream `stream` ("" when no running node reports
   /// one, e.g. during an election), read from the running nodes' /jsz?streams=true.
@@ -76,6 +78,10 @@ class nats_cluster {
     std::unique_ptr<ic::test::server_process> proc;
   };
   nats_cluster() = default;
+  // One attempt of start(); *port_lost when a node exited before it was healthy.
+  static std::unique_ptr<nats_cluster> try_start(int nodes, std::string* error,
+                                                 std::chrono::milliseconds timeout,
+                                                 bool* port_lost);
   bool launch(int i);
 
   std::string dir_;

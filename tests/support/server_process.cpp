@@ -159,6 +159,11 @@ std::string server_process::logs() const {
   return output_;
 }
 
+bool server_process::has_exited() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return eof_;
+}
+
 std::pair<int, std::string> run_to_exit(const std::string& binary,
                                         const std::vector<std::string>& args,
                                         std::chrono::milliseconds timeout) {

@@ -57,6 +57,9 @@ class server_process {
   /// Everything the child wrote so far.
   std::string logs() const;
 
+  /// True once the child closed its output: it exited (or closed stdout and stderr).
+  bool has_exited() const;
+
   pid_t pid() const { return pid_; }
 
  private:
