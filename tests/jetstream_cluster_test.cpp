@@ -122,6 +122,7 @@ class JetStreamCluster : public test::replicas_fixture {
     // Bounds, not timings: a stream just created on a loaded box (CI runs the ASan pass two
     // tests at a time) can take seconds to accept its first appends.
     ASSERT_TRUE(p.wait_acked(50, 30s)) << p.other_error() << a_->logs();
+    const std::string meta_leader = nats_->meta_leader();
     nats_->kill9(victim);
     const int before = p.acked_count();
     const auto killed_at = steady::now();
@@ -142,11 +143,11 @@ class JetStreamCluster : public test::replicas_fixture {
     // (the reader's consumer recreated after the node loss) is answered after --max-apply-lag.
     EXPECT_EQ(p.other_error(), "") << a_->logs();
     std::printf("%s %s killed after %d acks: %zu acked, %d unknown outcome, 30 more acks %lld ms "
-                "after the kill%s; new leader %s\n",
+                "after the kill%s; new leader %s; meta leader at the kill %s\n",
                 leader ? "stream leader" : "follower", nats_->name(victim).c_str(), before,
                 p.acked().size(), p.unknown(), static_cast<long long>(resumed_ms),
                 restarted_early ? " (node restarted early)" : "",
-                nats_->stream_leader("IC_JOURNAL").c_str());
+                nats_->stream_leader("IC_JOURNAL").c_str(), meta_leader.c_str());
 
     ASSERT_EQ(test::wait_identical({a_.get(), b_.get()}, {"t"}, 30s), "");
     EXPECT_EQ(all_acked_served(*a_, p), "");

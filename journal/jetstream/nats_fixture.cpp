@@ -225,6 +225,19 @@ std::string nats_cluster::stream_leader(const std::string& stream) const {
   return {};
 }
 
+std::string nats_cluster::meta_leader() const {
+  for (int i = 0; i < size(); ++i) {
+    if (!running(i)) continue;
+    const auto r =
+        ic::test::http_call(nodes_[static_cast<std::size_t>(i)].http_port, "GET", "/jsz");
+    const auto j = nlohmann::json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+    if (r.status != 200 || !j.is_object() || !j.contains("meta_cluster")) continue;
+    const std::string leader = j["meta_cluster"].value("leader", "");
+    if (!leader.empty()) return leader;
+  }
+  return {};
+}
+
 std::string nats_cluster::logs() const {
   std::string out;
   for (int i = 0; i < size(); ++i) {

@@ -65,6 +65,9 @@ class nats_cluster {
   /// The server_name of the node leading stream `stream` ("" when no running node reports
   /// one, e.g. during an election), read from the running nodes' /jsz?streams=true.
   std::string stream_leader(const std::string& stream) const;
+  /// The server_name of the JetStream meta leader (it places streams and consumers), "" when
+  /// no running node reports one; from /jsz.
+  std::string meta_leader() const;
   /// Every node's log so far (for failure messages).
   std::string logs() const;
 
