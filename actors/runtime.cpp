@@ -154,6 +154,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
     p->repl->policy_applied =
         journal::record_position(p->log->scope_position(journal::policy_scope), 0);
     sh.journaled_credits = &p->repl->credits;
+    sh.lfu_credits_off = options.lfu_credits_off;
     ccfg.policy_applied = &p->repl->policy_applied;
   }
   for (auto& [name, t] : set->release()) {
@@ -214,7 +215,7 @@ void runtime::lookup(index::lookup_route_request request, steady::time_point dea
     if (read_here(*entry, [&](state::tenant_state& st) {
           auto out = st.decide(request, sh.clock(), [deadline] { return steady::now() > deadline; });
           answer = std::move(out.response);
-          if (out.credit.empty()) return;
+          if (out.credit.empty() || sh.lfu_credits_off) return;
           if (sh.journaled_credits) st.collect_credit(out.credit, *sh.journaled_credits);
           else wake = entry->add_credit(std::move(out.credit));
         })) {

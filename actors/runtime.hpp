@@ -108,6 +108,9 @@ struct runtime_options {
   /// this often (`--lfu-credit-interval`); every replica applies them from the stream
   /// (spec/scaleout.md §3.4). Default 1 s. The RocksDB journal credits at once, as before.
   std::chrono::nanoseconds lfu_credit_interval = std::chrono::seconds(1);
+  /// Replicated log only (`--lfu-credit=local-off`): lookups credit no LFU counter, so LFU
+  /// tenants evict like LRU and nothing is published. Default false.
+  bool lfu_credits_off = false;
 };
 
 /// The outcome of one snapshot.

@@ -187,6 +187,8 @@ struct runtime_shared {
   /// Replicated log only: where lookups' LFU credits wait for their journaled batch
   /// (state/credit_batch.hpp); nullptr = credit at once (RocksDB, one server).
   state::credit_batch* journaled_credits = nullptr;
+  /// Replicated log with `--lfu-credit=local-off`: lookups' LFU credits are dropped.
+  bool lfu_credits_off = false;
   /// The runtime's wall clock (runtime_options::clock, else system_micros).
   std::function<index::micros()> clock = system_micros;
   /// The runtime's timer clock (runtime_options::timer_clock, else the steady clock).

@@ -119,7 +119,7 @@ void start_sweep(tenant_pointer self, index::micros at) {
 }
 
 void give_credit(tenant_actor_state& s, std::vector<index::scored_replica>& credit) {
-  if (credit.empty()) return;
+  if (credit.empty() || s.sh->lfu_credits_off) return;
   if (s.sh->journaled_credits) {  // replicated: applied when the journaled batch comes back
     s.st->collect_credit(credit, *s.sh->journaled_credits);
     return;

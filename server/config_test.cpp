@@ -194,6 +194,7 @@ std::string summary(const std::variant<server_config, early_exit>& r) {
                       static_cast<long long>(c.journal.shared_snapshot_interval.count()),
                       static_cast<long long>(c.journal.max_apply_lag.count()),
                       static_cast<long long>(c.journal.lfu_credit_interval.count()),
+                      static_cast<long long>(c.journal.lfu_credits_off),
                       static_cast<long long>(c.journal.journal_reset)})
     s += std::to_string(n) + "|";
   return s;

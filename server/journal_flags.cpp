@@ -19,7 +19,8 @@ const char* const kNatsOnly[] = {"--nats-servers",   "--replica-id",
                                  "--nats-stream",    "--nats-replicas",
                                  "--nats-creds-file", "--journal-append-timeout",
                                  "--shared-snapshot-interval", "--max-apply-lag",
-                                 "--lfu-credit-interval", "--journal-reset"};
+                                 "--lfu-credit-interval", "--lfu-credit",
+                                 "--journal-reset"};
 
 std::string default_replica_id() {
   char host[256] = {};
@@ -48,6 +49,7 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
   text.shared_snapshot_interval = duration_text(cfg.shared_snapshot_interval);
   text.max_apply_lag = duration_text(cfg.max_apply_lag);
   text.lfu_credit_interval = duration_text(cfg.lfu_credit_interval);
+  text.lfu_credit = cfg.lfu_credits_off ? "local-off" : "journal";
   app.add_option("--journal", text.kind,
                  "rocksdb (embedded, one server) | jetstream (NATS JetStream, N replicas)")
       ->capture_default_str();
@@ -72,6 +74,10 @@ void add_journal_flags(CLI::App& app, journal_config& cfg, journal_flag_text& te
       ->capture_default_str();
   app.add_option("--lfu-credit-interval", text.lfu_credit_interval,
                  "journal lookups' LFU credits as one record per replica this often")
+      ->capture_default_str();
+  app.add_option("--lfu-credit", text.lfu_credit,
+                 "journal (lookups' LFU credits go through the stream) | local-off (lookups "
+                 "credit nothing: LFU tenants evict like LRU, on every replica alike)")
       ->capture_default_str();
   app.add_flag("--journal-reset", cfg.journal_reset,
                "start even when the stream was purged past this replica and no snapshot covers "
@@ -99,6 +105,9 @@ std::optional<std::string> finish_journal_flags(const CLI::App& app, const journ
     cfg.nats_servers.push_back(url);
   }
   if (cfg.nats_servers.empty()) return "--journal=jetstream needs --nats-servers=nats://host:port,...";
+  if (text.lfu_credit != "journal" && text.lfu_credit != "local-off")
+    return "invalid --lfu-credit \"" + text.lfu_credit + "\": want journal or local-off";
+  cfg.lfu_credits_off = text.lfu_credit == "local-off";
   if (cfg.replica_id.empty()) cfg.replica_id = default_replica_id();
   if (auto st = journal::jetstream::validate_origin(cfg.replica_id); !st.ok())
     return "invalid --replica-id \"" + cfg.replica_id + "\": " + st.message();

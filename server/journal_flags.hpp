@@ -48,6 +48,10 @@ struct journal_config {
   /// `--lfu-credit-interval`, default 1s: lookups' LFU credits are journaled as one record
   /// per replica this often and applied from the stream (spec/scaleout.md §3.4).
   std::chrono::nanoseconds lfu_credit_interval = std::chrono::seconds(1);
+  /// `--lfu-credit=journal|local-off`, default journal (the line above). local-off: lookups
+  /// credit no LFU counter at all, so LFU tenants evict like LRU tenants, identically on
+  /// every replica, with no credit records in the stream (a semantic change, spec §3.4).
+  bool lfu_credits_off = false;
   /// `--journal-reset`, default false: at start-up, when the stream was purged past this
   /// replica and no snapshot covers it, accept the loss (rebuild from the stream's first
   /// sequence, then upload the shared snapshot at once) instead of refusing to start.
@@ -62,6 +66,7 @@ struct journal_flag_text {
   std::string shared_snapshot_interval;
   std::string max_apply_lag;
   std::string lfu_credit_interval;
+  std::string lfu_credit;
 };
 
 /// Declares the journal flags on `app`; `text` receives the raw values.

@@ -38,6 +38,7 @@ TEST(JournalFlags, DefaultIsRocksdbWithTheSpecDefaults) {
   EXPECT_EQ(j.shared_snapshot_interval, 2min);
   EXPECT_EQ(j.max_apply_lag, 10s);
   EXPECT_EQ(j.lfu_credit_interval, 1s);
+  EXPECT_FALSE(j.lfu_credits_off);
   EXPECT_FALSE(j.journal_reset);
 }
 
@@ -45,7 +46,7 @@ TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName)
   auto r = parse({"--journal=jetstream", "--nats-servers=nats://127.0.0.1:4222,nats://h2:4222",
                   "--nats-replicas=1", "--nats-stream=S1", "--journal-append-timeout=500ms",
                   "--shared-snapshot-interval=30s", "--max-apply-lag=0",
-                  "--lfu-credit-interval=250ms", "--journal-reset"});
+                  "--lfu-credit-interval=250ms", "--lfu-credit=local-off", "--journal-reset"});
   ASSERT_TRUE(std::holds_alternative<server_config>(r)) << refusal(r);
   const journal_config& j = std::get<server_config>(r).journal;
   EXPECT_EQ(j.kind, journal_kind::jetstream);
@@ -56,6 +57,7 @@ TEST(JournalFlags, JetstreamParsesEveryFlagAndDefaultsTheReplicaIdToTheHostName)
   EXPECT_EQ(j.shared_snapshot_interval, 30s);
   EXPECT_EQ(j.max_apply_lag, 0s);
   EXPECT_EQ(j.lfu_credit_interval, 250ms);
+  EXPECT_TRUE(j.lfu_credits_off);
   EXPECT_TRUE(j.journal_reset);
   EXPECT_FALSE(j.replica_id.empty());
   EXPECT_EQ(j.replica_id.find('.'), std::string::npos);
@@ -87,6 +89,12 @@ TEST(JournalFlags, InvalidValuesAndCombinationsExitTwoWithOneLine) {
   EXPECT_NE(refusal(parse({"--lfu-credit-interval=1s"})).find("needs --journal=jetstream"),
             std::string::npos);
   EXPECT_EQ(refusal(parse({"--journal-reset"})), "--journal-reset needs --journal=jetstream");
+  EXPECT_EQ(refusal(parse({"--lfu-credit=local-off"})), "--lfu-credit needs --journal=jetstream");
+  EXPECT_EQ(refusal(parse({js, srv, "--lfu-credit=off"})),
+            "invalid --lfu-credit \"off\": want journal or local-off");
+  auto journaled = parse({js, srv, "--lfu-credit=journal"});
+  ASSERT_TRUE(std::holds_alternative<server_config>(journaled)) << refusal(journaled);
+  EXPECT_FALSE(std::get<server_config>(journaled).journal.lfu_credits_off);
   EXPECT_NE(refusal(parse({js, srv, "--nats-creds-file=/nonexistent/x.creds"})).find("cannot read"),
             std::string::npos);
 }

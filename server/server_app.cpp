@@ -343,6 +343,7 @@ struct server_app::impl {
     ro.open_journal = journal_opener(cfg.journal, cfg.data_dir, cfg.journal_fsync);  // #15
     ro.max_apply_lag = cfg.journal.max_apply_lag;
     ro.lfu_credit_interval = cfg.journal.lfu_credit_interval;
+    ro.lfu_credits_off = cfg.journal.lfu_credits_off;
     ro.journal_env = actors::test_journal_env();  // nullptr outside the test-hook binary
     ro.clock = actors::test_clock();              // empty (system clock) outside it too
     std::string error;

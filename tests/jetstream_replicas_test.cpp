@@ -272,19 +272,43 @@ TEST_F(JetStreamReplicas, PolicyPushesRaceAndAPolicyFileNeverOverridesTheStream)
   EXPECT_EQ(b_->terminate(), 0);
 }
 
-// Spec §3.4: an LFU tenant under a small cap, lookups on replica A only. The credits are
-// journaled (--lfu-credit-interval) and applied on both replicas, so the cap evicts the
-// same (uncredited) entry on both. Had A credited locally, B would evict the credited one.
-TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
-  const std::vector<std::string> flags = {"--max-index-entries=2", "--lfu-credit-interval=200ms",
-                                          "--sweep-interval=24h"};
-  a_ = start(dir_a_, "ra", flags);
-  b_ = start(dir_b_, "rb", flags);
-  ASSERT_TRUE(a_ && b_);
-  ASSERT_EQ(test::http_call(a_->snapshot_port(), "POST", "/policy", {}, policy_body("t", "lfu")).status, 204);
-  auto sa = stub(*a_), sb = stub(*b_);
-  ASSERT_TRUE(report(*sa, "gpu-1", {"used"}).accepted());
-  ASSERT_TRUE(report(*sa, "gpu-2", {"idle"}).accepted());
+// An LFU tenant "t" under a cap of 2 entries, "used" and "idle" reported through A, then
+// lookups on A only; `expect_cap_victim` reports a third entry and checks which of the two
+// the cap evicted on both replicas.
+class JetStreamLfuCap : public JetStreamReplicas {
+ protected:
+  void start_pair(const std::string& lfu_credit) {
+    const std::vector<std::string> flags = {"--max-index-entries=2", "--lfu-credit-interval=200ms",
+                                            "--lfu-credit=" + lfu_credit, "--sweep-interval=24h"};
+    a_ = start(dir_a_, "ra", flags);
+    b_ = start(dir_b_, "rb", flags);
+    ASSERT_TRUE(a_ && b_);
+    ASSERT_EQ(test::http_call(a_->snapshot_port(), "POST", "/policy", {}, policy_body("t", "lfu")).status, 204);
+    sa_ = stub(*a_);
+    sb_ = stub(*b_);
+    ASSERT_TRUE(report(*sa_, "gpu-1", {"used"}).accepted());
+    ASSERT_TRUE(report(*sa_, "gpu-2", {"idle"}).accepted());
+  }
+  void expect_cap_victim(const std::string& evicted, const std::string& kept) {
+    ASSERT_TRUE(report(*sa_, "gpu-3", {"new"}).accepted());  // over the cap: one entry goes
+    ASSERT_TRUE(converges(*sb_, {"new"}, "gpu-3", 5s));
+    for (auto* s : {sa_.get(), sb_.get()}) {
+      EXPECT_NE(lookup(*s, {evicted}).reason_code(), "PREFIX_MATCH");
+      EXPECT_EQ(lookup(*s, {kept}).reason_code(), "PREFIX_MATCH");
+    }
+    EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
+              test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
+    EXPECT_EQ(a_->terminate(), 0);
+    EXPECT_EQ(b_->terminate(), 0);
+  }
+  std::unique_ptr<v1::InferenceCache::Stub> sa_, sb_;
+};
+
+// Spec §3.4: the credits of A's lookups are journaled (--lfu-credit-interval) and applied
+// on both replicas, so the cap evicts the same (uncredited) entry on both. Had A credited
+// locally, B would evict the credited one.
+TEST_F(JetStreamLfuCap, LfuTenantsEvictIdenticallyOnBothReplicas) {
+  ASSERT_NO_FATAL_FAILURE(start_pair("journal"));
   // B caught up without a lookup on B (a lookup there would credit "idle" too).
   const long long before = journal_position(a_->http_port(), "stream_last");
   auto caught_up = [&](long long pos) {
@@ -294,19 +318,22 @@ TEST_F(JetStreamReplicas, LfuTenantsEvictIdenticallyOnBothReplicas) {
     return journal_position(b_->http_port(), "applied") >= pos;
   };
   ASSERT_TRUE(caught_up(before)) << b_->logs();
-  for (int i = 0; i < 3; ++i) ASSERT_EQ(lookup(*sa, {"used"}).reason_code(), "PREFIX_MATCH");
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(lookup(*sa_, {"used"}).reason_code(), "PREFIX_MATCH");
   // One credit record from A (within ~200 ms), applied on B: its position moves by one.
   ASSERT_TRUE(caught_up(before + 1)) << a_->logs();
-  ASSERT_TRUE(report(*sa, "gpu-3", {"new"}).accepted());  // over the cap: one entry goes
-  ASSERT_TRUE(converges(*sb, {"new"}, "gpu-3", 5s));
-  for (auto* s : {sa.get(), sb.get()}) {
-    EXPECT_EQ(lookup(*s, {"used"}).reason_code(), "PREFIX_MATCH");
-    EXPECT_NE(lookup(*s, {"idle"}).reason_code(), "PREFIX_MATCH");
-  }
-  EXPECT_EQ(test::http_call(a_->snapshot_port(), "GET", "/snapshot").body,
-            test::http_call(b_->snapshot_port(), "GET", "/snapshot").body);
-  EXPECT_EQ(a_->terminate(), 0);
-  EXPECT_EQ(b_->terminate(), 0);
+  expect_cap_victim("idle", "used");
+}
+
+// --lfu-credit=local-off (spec §3.4's fallback): lookups credit nothing, so the same LFU
+// tenant evicts like an LRU one: "used", looked up 3 times on A, is still the cap's victim
+// (the oldest) on both replicas, and no credit record reaches the stream.
+TEST_F(JetStreamLfuCap, WithLfuCreditLocalOffLfuTenantsEvictLikeLruOnBothReplicas) {
+  ASSERT_NO_FATAL_FAILURE(start_pair("local-off"));
+  const long long before = journal_position(a_->http_port(), "stream_last");
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(lookup(*sa_, {"used"}).reason_code(), "PREFIX_MATCH");
+  std::this_thread::sleep_for(800ms);  // 4 credit intervals: a credit record would be out
+  EXPECT_EQ(journal_position(a_->http_port(), "stream_last"), before) << a_->logs();
+  expect_cap_victim("used", "idle");
 }
 
 // Spec §3.10 check 7. Replica A's clock runs 3 s ahead (test hook IC_TEST_CLOCK_OFFSET_MS),
