@@ -440,6 +440,7 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
   return {
       [=](apply_atom, committed_batch& batch) {
         auto& s = self->state;
+        bool skew_noted = s.stamp_skew == nullptr || batch.stored_at_ns == 0;
         for (auto& item : batch.items) {
           std::string error;
           auto rec = proto::decode_record(item.kind, item.bytes, &error);
@@ -447,6 +448,10 @@ coordinator_actor::behavior_type coordinator_impl(coordinator_pointer self, coor
             spdlog::error("journal record {} cannot be applied: {}", item.seq, error);
             if (item.sink) item.sink->on_applied(item.slot, append_result{true, "", item.seq});
             continue;
+          }
+          if (!skew_noted && item.kind != static_cast<std::uint32_t>(proto::record_kind::sweep)) {
+            s.stamp_skew->observe(batch.stored_at_ns, rec->applied_at_us);  // a sweep's is a slot
+            skew_noted = true;
           }
           rec->applied_at_us = s.clock.advance(rec->applied_at_us);  // t_eff, spec §3.4
           queued q;

@@ -98,6 +98,8 @@ struct committed {
 /// One group commit's records, in journal order.
 struct committed_batch {
   std::vector<committed> items;
+  /// Replicated log: when the stream stored the batch (ns since the epoch; 0 = unknown).
+  std::int64_t stored_at_ns = 0;
 };
 
 /// A decoded record for one tenant (coordinator -> tenant actor).

@@ -133,6 +133,7 @@ void stream_follower::run() {
           // covered its head) cannot be ours: ours are published after recovery.
           if (sinks && sinks->size() != records.size()) sinks.reset();
           committed_batch batch;
+          batch.stored_at_ns = b.stored_at_ns;
           batch.items.reserve(records.size());
           for (std::size_t i = 0; i < records.size(); ++i) {
             committed c{records[i].seq, records[i].type, std::string(records[i].payload), nullptr, 0};

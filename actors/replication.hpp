@@ -20,6 +20,7 @@
 #include "actors/protocol.hpp"
 #include "journal/record_log.hpp"
 #include "state/credit_batch.hpp"
+#include "state/stamp_skew.hpp"
 #include "state/options.hpp"
 
 namespace ic::actors {
@@ -74,6 +75,8 @@ struct replication_link {
   std::atomic<bool> halted{false};
   /// Live reloads after a gap that swapped a new state in.
   std::atomic<std::uint64_t> reloads{0};
+  /// Stream time vs producer stamp of the applied batches (the coordinator observes).
+  state::stamp_skew stamp_skew;
 };
 
 /// The follower thread: `log->follow()` → committed batches for `coordinator`. On a gap

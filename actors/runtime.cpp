@@ -156,6 +156,7 @@ std::unique_ptr<runtime> runtime::start(const runtime_options& options, runtime_
     sh.journaled_credits = &p->repl->credits;
     sh.lfu_credits_off = options.lfu_credits_off;
     ccfg.policy_applied = &p->repl->policy_applied;
+    ccfg.stamp_skew = &p->repl->stamp_skew;
   }
   for (auto& [name, t] : set->release()) {
     std::shared_ptr<state::tenant_state> shared_t(std::move(t));
@@ -405,6 +406,8 @@ journal::log_stats runtime::journal_stats() const {
     st.halted = impl_->repl->halted.load();
     st.reloads = impl_->repl->reloads.load();
     st.unknown_outcomes += impl_->repl->acks_expired.load();
+    st.stamp_skew_us = impl_->repl->stamp_skew.last_us();
+    st.stamp_skew_over = impl_->repl->stamp_skew.over_threshold();
   }
   return st;
 }

@@ -18,6 +18,7 @@
 #include "actors/protocol.hpp"
 #include "actors/shared.hpp"
 #include "journal/record_log.hpp"
+#include "state/stamp_skew.hpp"
 #include "state/tenant_state.hpp"
 
 namespace ic::actors {
@@ -66,6 +67,9 @@ struct coordinator_config {
   /// Replicated log only: where the coordinator notes the position of each policy record
   /// it applied (replication_link::policy_applied); nullptr otherwise.
   std::atomic<std::uint64_t>* policy_applied = nullptr;
+  /// Replicated log only: the clock cross-check (replication_link::stamp_skew); nullptr
+  /// otherwise.
+  state::stamp_skew* stamp_skew = nullptr;
   std::uint64_t last_snapshot_seq = 0;
   /// When the snapshot interval starts counting (the timer clock, read in runtime::start: the
   /// actor's first activation may come later).

@@ -105,6 +105,10 @@ struct log_stats {
   /// live reloads after a gap that completed.
   bool halted = false;
   std::uint64_t reloads = 0;
+  /// Also the runtime's: stream time minus producer stamp of the last applied batch (µs),
+  /// and the batches where the two differed by more than 1 s (state/stamp_skew.hpp).
+  std::int64_t stamp_skew_us = 0;
+  std::uint64_t stamp_skew_over = 0;
   /// Batches that were not valid envelopes (skipped identically on every replica).
   std::uint64_t skipped_batches = 0;
   /// The log's first position still held (jetstream: the stream's first sequence, as of

@@ -226,6 +226,14 @@ server_metrics::server_metrics() : registry_(std::make_shared<prometheus::Regist
   journal_resets_ = counter("inferencecache_journal_resets_total",
                             "Start-ups with --journal-reset that accepted losing purged records "
                             "no snapshot covered (the log names the range)");
+  journal_stamp_skew_ = gauge("inferencecache_journal_stamp_skew_seconds",
+                              "Stream time minus producer stamp of the last applied batch "
+                              "(negative: its producer's clock ran ahead); records apply at the "
+                              "stamps, so a skewed clock moves TTL time");
+  journal_stamp_skew_over_ = counter("inferencecache_journal_stamp_skew_over_1s_total",
+                                     "Applied batches whose stream time and producer stamp "
+                                     "differed by more than 1 s (a skewed clock, or a publish "
+                                     "retried across a NATS outage)");
   journal_consumer_resets_ = counter("inferencecache_journal_consumer_resets_total",
                                      "Ordered consumer resets handled by the NATS client");
   // Pre-create the drop reasons so dashboards see zeros.
@@ -405,6 +413,7 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
   journal_halted_->Set(s.halted ? 1 : 0);
   journal_apply_lag_->Set(journal::apply_lag_seconds(s, now_ns));
   journal_nats_connected_->Set(s.connected ? 1 : 0);
+  journal_stamp_skew_->Set(double(s.stamp_skew_us) / 1e6);
   std::lock_guard<std::mutex> lk(journal_mu_);
   auto grow = [](prometheus::Counter* c, std::uint64_t now, std::uint64_t before) {
     if (now > before) c->Increment(static_cast<double>(now - before));
@@ -415,6 +424,7 @@ void server_metrics::set_journal_stats(const journal::log_stats& s) {
   grow(journal_reloads_, s.reloads, journal_last_.reloads);
   grow(journal_consumer_resets_, s.consumer_resets, journal_last_.consumer_resets);
   grow(journal_resets_, s.journal_resets, journal_last_.journal_resets);
+  grow(journal_stamp_skew_over_, s.stamp_skew_over, journal_last_.stamp_skew_over);
   journal_last_ = s;
 }
 

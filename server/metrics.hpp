@@ -121,6 +121,8 @@ class server_metrics final : public actors::runtime_probe, public grpc_gateway::
   prometheus::Gauge* journal_halted_;
   prometheus::Counter* journal_consumer_resets_;
   prometheus::Counter* journal_resets_;
+  prometheus::Gauge* journal_stamp_skew_;
+  prometheus::Counter* journal_stamp_skew_over_;
   prometheus::Gauge* journal_shared_bytes_;
   prometheus::Gauge* journal_shared_seconds_;
   prometheus::Gauge* journal_shared_age_;

@@ -2,6 +2,7 @@
 // nats-server (JetStream, own store dir in a temp dir, free loopback port, stopped by PID:
 // journal/jetstream/nats_fixture) and two real servers with --journal=jetstream
 // --nats-replicas=1. Skipped when nats-server is not installed.
+#include <cmath>
 #include <csignal>
 #include <fstream>
 #include <map>
@@ -28,6 +29,7 @@ using steady = std::chrono::steady_clock;
 using test::converges;
 using test::journal_position;
 using test::lookup;
+using test::metric_value;
 using test::report;
 using test::stub;
 
@@ -100,6 +102,11 @@ TEST_F(JetStreamReplicas, IngestOnOneReplicaIsServedByTheOther) {
   // And the other way round.
   ASSERT_TRUE(report(*sb, "gpu-b", {"from-b"}).accepted());
   EXPECT_TRUE(converges(*sa, {"from-b"}, "gpu-b", 5s));
+  // One clock: the stream's times and the producers' stamps agree within 1 s.
+  for (const auto* s : {a_.get(), b_.get()}) {
+    EXPECT_EQ(metric_value(s->http_port(), "inferencecache_journal_stamp_skew_over_1s_total"), 0);
+    EXPECT_LT(std::abs(metric_value(s->http_port(), "inferencecache_journal_stamp_skew_seconds")), 1.0);
+  }
   EXPECT_EQ(a_->terminate(), 0);
   EXPECT_EQ(b_->terminate(), 0);
 }
@@ -407,6 +414,10 @@ TEST_F(JetStreamReplicas, AReplicaWithASkewedClockSweepsOnceAndConverges) {
                          std::chrono::system_clock::now().time_since_epoch()).count();
   EXPECT_GE(static_cast<long long>(sweeps_per_slot.rbegin()->first), now_s + 1)
       << "no sweep from the replica whose clock runs ahead";
+  // The cross-check sees A's clock: its updates are stamped ~3 s after the stream stored
+  // them, on both replicas (each applies them).
+  for (const auto* s : {a_.get(), b_.get()})
+    EXPECT_GE(metric_value(s->http_port(), "inferencecache_journal_stamp_skew_over_1s_total"), 1);
   std::cout << "clock skew +3 s: " << sweeps_per_slot.size() << " sweep slots stored, "
             << evicted_short << " TTL evictions, stream 1.." << last << "\n";
   EXPECT_EQ(a_->terminate(), 0);

@@ -61,11 +61,16 @@ bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& b
   return false;
 }
 
-long long journal_position(int http_port, const std::string& kind) {
+double metric_value(int http_port, const std::string& series) {
   auto m = http_call(http_port, "GET", "/metrics");
-  const std::string key = "inferencecache_journal_position{kind=\"" + kind + "\"} ";
+  const std::string key = "\n" + series + " ";
   auto at = m.body.find(key);
-  return at == std::string::npos ? -1 : std::atoll(m.body.c_str() + at + key.size());
+  return at == std::string::npos ? std::nan("") : std::atof(m.body.c_str() + at + key.size());
+}
+
+long long journal_position(int http_port, const std::string& kind) {
+  const double v = metric_value(http_port, "inferencecache_journal_position{kind=\"" + kind + "\"}");
+  return std::isnan(v) ? -1 : static_cast<long long>(v);
 }
 
 std::unique_ptr<v1::InferenceCache::Stub> stub(const server_process& s) {

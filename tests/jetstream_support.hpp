@@ -53,6 +53,9 @@ v1::LookupRouteResponse lookup(v1::InferenceCache::Stub& stub,
 bool converges(v1::InferenceCache::Stub& stub, const std::vector<std::string>& blocks,
                const std::string& replica, std::chrono::milliseconds bound);
 
+/// The value of one series of the server on `http_port`, e.g.
+/// `inferencecache_journal_position{kind="applied"}`; NaN when absent.
+double metric_value(int http_port, const std::string& series);
 /// `inferencecache_journal_position{kind="<kind>"}` of the server on `http_port` (-1: absent).
 long long journal_position(int http_port, const std::string& kind);
 
