@@ -142,18 +142,25 @@ class Subscriber : public ::testing::Test {
   void start_subscriber(
       const std::string& pub, std::vector<std::string> extra = {},
       const char* binary = ic::test::executable("inferencecache-kvevent-subscriber")) {
-    http_port_ = free_port();
+    // Port 0, and the port from the subscriber's startup line: a port picked by free_port()
+    // could be taken before the subscriber binds it (as the server's, above).
     std::vector<std::string> args = {"--engine-endpoint=" + pub,
                                      "--server=127.0.0.1:" + std::to_string(grpc_port_),
                                      "--replica-id=r0", "--model-id=m", "--tenant-id=t", "--hash-scheme=vllm",
                                      "--window=10ms", "--refresh-interval=0", "--stats-interval=1h",
                                      "--retry-initial-backoff=20ms", "--retry-max-backoff=200ms",
-                                     "--http-bind-address=127.0.0.1:" + std::to_string(http_port_),
+                                     "--http-bind-address=127.0.0.1:0",
                                      "--log-level=debug"};
     args.insert(args.end(), extra.begin(), extra.end());
     sub_ = test::server_process::start(binary, args);
     ASSERT_NE(sub_, nullptr);
     ASSERT_TRUE(sub_->wait_for_log("subscribed to engine KV events", 10s)) << sub_->logs();
+    const std::string key = "\"http_port\":\"";  // in the startup line, logged after that
+    ASSERT_TRUE(sub_->wait_for_log(key, 10s)) << sub_->logs();
+    const std::string logs = sub_->logs();
+    const auto at = logs.find(key);
+    http_port_ = at == std::string::npos ? 0 : std::atoi(logs.c_str() + at + key.size());
+    ASSERT_GT(http_port_, 0) << "no http_port in the startup line\n" << logs;
   }
 
   // LookupRoute as a gateway sends it: the prompt's token ids; the server fingerprints.
