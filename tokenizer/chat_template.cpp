@@ -41,6 +41,12 @@ std::int64_t negated(std::int64_t i) {
   overflow_if(i == std::numeric_limits<std::int64_t>::min());
   return -i;
 }
+/// Python's int(d) of a double: toward zero. Only a double inside the 64-bit range converts
+/// (2^63 itself is outside it); past it, and for NaN, the render fails.
+std::int64_t truncated(double d) {
+  overflow_if(!(d >= -9223372036854775808.0 && d < 9223372036854775808.0));
+  return static_cast<std::int64_t>(d);
+}
 
 class renderer {
  public:
@@ -304,7 +310,11 @@ class renderer {
       if (ai >= a.size()) throw render_error("not enough arguments for format string");
       const value& v = a[ai++];
       if (c == 's') out += to_str(v);
-      else if (c == 'd' || c == 'i') out += std::to_string(static_cast<std::int64_t>(v.num()));
+      else if (c == 'd' || c == 'i') {
+        // As Python: an int prints exactly, a float is truncated, anything else is refused.
+        if (!v.is_num()) throw render_error(std::string("%") + c + " format: a number is required");
+        out += std::to_string(v.k == value::integer ? v.i : truncated(v.num()));
+      }
       else if (c == 'r') out += py_repr(v);
       else throw render_error(std::string("unsupported format character '") + c + "'");
     }
@@ -744,10 +754,7 @@ class renderer {
         return value::of_int(end && *end == '\0' ? x : (a.empty() ? 0 : a[0].i));
       }
       if (!v.is_num()) return value::of_int(0);
-      const double d = v.num();
-      // Only a double inside the 64-bit range converts (2^63 itself is outside it).
-      overflow_if(!(d >= -9223372036854775808.0 && d < 9223372036854775808.0));
-      return value::of_int(static_cast<std::int64_t>(d));
+      return value::of_int(v.k == value::integer ? v.i : truncated(v.num()));
     }
     if (f == "float") {
       if (v.k == value::string) return value::of_real(std::strtod(v.s->c_str(), nullptr));

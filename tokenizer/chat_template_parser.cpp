@@ -2,6 +2,7 @@
 #include "tokenizer/chat_template_detail.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -175,7 +176,12 @@ std::vector<token> tokenize_expr(const std::string& s, int line) {
       num.erase(std::remove(num.begin(), num.end(), '_'), num.end());
       token t{is_real ? token::real : token::integer, num};
       if (is_real) t.d = std::strtod(num.c_str(), nullptr);
-      else t.i = std::strtoll(num.c_str(), nullptr, 10);
+      else {
+        // Python's ints have no bound; ours are 64-bit, and strtoll would clamp silently.
+        errno = 0;
+        t.i = std::strtoll(num.c_str(), nullptr, 10);
+        if (errno == ERANGE) fail(line, "integer literal " + num + " is past the 64-bit range");
+      }
       out.push_back(t);
       n = e;
       continue;
