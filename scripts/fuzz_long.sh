@@ -26,9 +26,13 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 base="${FUZZ_LONG_DIR:-$root/build-fuzz/long}"
 usage() { echo "usage: fuzz_long.sh TARGET TOTAL [WORKERS] | --status TARGET | --export TARGET FILE" >&2; exit 2; }
 
+# A worker's ledger line counts when it ran to its share (exit 0) or was stopped (libFuzzer's
+# interrupt exit, 72); any other exit code is a finding. Columns: leg, start, end, sha, commit,
+# worker, seed, executions, exit code.
+clean='($9 == 0 || $9 == 72)'
 ledger_total() {  # executions of clean legs of binary $2 in ledger $1
   [ -f "$1" ] || { echo 0; return; }
-  awk -F'\t' -v sha="$2" '$4 == sha && ($9 == 0 || $9 == 72) { n += $8 } END { print n + 0 }' "$1"
+  awk -F'\t' -v sha="$2" "\$4 == sha && $clean { n += \$8 } END { print n + 0 }" "$1"
 }
 
 case "${1:-}" in
@@ -37,7 +41,7 @@ case "${1:-}" in
     ledger="$base/$2/ledger.tsv"
     [ -f "$ledger" ] || { echo "fuzz_long.sh: no campaign for $2 under $base" >&2; exit 2; }
     cat "$ledger"
-    awk -F'\t' '{ n[$4] += ($9 == 0 || $9 == 72) ? $8 : 0; bad += ($9 != 0 && $9 != 72) }
+    awk -F'\t' "{ if ($clean) n[\$4] += \$8; else bad++ }"'
       END { for (s in n) printf "binary %s: %d clean executions\n", substr(s, 1, 12), n[s];
             if (bad) printf "%d worker(s) found something (see artifacts/)\n", bad }' "$ledger"
     exit 0 ;;
@@ -56,7 +60,7 @@ target=$1; total=$2; workers=${3:-1}
 [[ "$total" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz_long.sh: TOTAL must be a positive whole number, got \"$total\"" >&2; exit 2; }
 [[ "$workers" =~ ^[1-9][0-9]*$ ]] || { echo "fuzz_long.sh: WORKERS must be a positive whole number, got \"$workers\"" >&2; exit 2; }
 
-# Build exactly as fuzz.sh does (0 s of fuzzing: FUZZ_RUNS=1 runs each target once).
+# Build exactly as fuzz.sh does (FUZZ_RUNS=1: the target only runs its seed corpus once).
 FUZZ_TARGETS="$target" FUZZ_RUNS=1 "$root/scripts/fuzz.sh" >/dev/null ||
   { echo "fuzz_long.sh: building or starting $target failed (scripts/fuzz.sh)" >&2; exit 1; }
 bin="$root/build-fuzz/fuzz/$target"
