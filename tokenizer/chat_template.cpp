@@ -47,6 +47,8 @@ std::int64_t truncated(double d) {
   overflow_if(!(d >= -9223372036854775808.0 && d < 9223372036854775808.0));
   return static_cast<std::int64_t>(d);
 }
+/// Python's int(v) of a number: an int as it is, a float truncated (see truncated).
+std::int64_t int_of(const value& v) { return v.k == value::integer ? v.i : truncated(v.num()); }
 
 class renderer {
  public:
@@ -313,7 +315,7 @@ class renderer {
       else if (c == 'd' || c == 'i') {
         // As Python: an int prints exactly, a float is truncated, anything else is refused.
         if (!v.is_num()) throw render_error(std::string("%") + c + " format: a number is required");
-        out += std::to_string(v.k == value::integer ? v.i : truncated(v.num()));
+        out += std::to_string(int_of(v));
       }
       else if (c == 'r') out += py_repr(v);
       else throw render_error(std::string("unsupported format character '") + c + "'");
@@ -754,7 +756,7 @@ class renderer {
         return value::of_int(end && *end == '\0' ? x : (a.empty() ? 0 : a[0].i));
       }
       if (!v.is_num()) return value::of_int(0);
-      return value::of_int(v.k == value::integer ? v.i : truncated(v.num()));
+      return value::of_int(int_of(v));
     }
     if (f == "float") {
       if (v.k == value::string) return value::of_real(std::strtod(v.s->c_str(), nullptr));

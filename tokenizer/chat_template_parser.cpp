@@ -37,6 +37,16 @@ struct syntax_error : std::runtime_error {
   throw syntax_error("line " + std::to_string(line) + ": " + what);
 }
 
+/// Template text quoted in an error: whole when short, else its first 40 bytes (cut back to
+/// a UTF-8 character boundary) and "...", so a several-KB name or literal gives a short line.
+std::string shown(std::string_view s) {
+  constexpr std::size_t keep = 40;
+  if (s.size() <= keep) return std::string(s);
+  std::size_t n = keep;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80) --n;
+  return std::string(s.substr(0, n)) + "...";
+}
+
 /// Jinja's source preparation: newlines normalized to "\n", one trailing newline dropped
 /// (keep_trailing_newline=False).
 std::string prepare_source(std::string_view in) {
@@ -180,7 +190,7 @@ std::vector<token> tokenize_expr(const std::string& s, int line) {
         // Python's ints have no bound; ours are 64-bit, and strtoll would clamp silently.
         errno = 0;
         t.i = std::strtoll(num.c_str(), nullptr, 10);
-        if (errno == ERANGE) fail(line, "integer literal " + num + " is past the 64-bit range");
+        if (errno == ERANGE) fail(line, "integer literal " + shown(num) + " is past the 64-bit range");
       }
       out.push_back(t);
       n = e;
@@ -291,7 +301,7 @@ class expr_parser {
 
   expr_ptr parse_all() {
     auto e = parse_expr();
-    if (peek().k != token::end) fail(line_, "unexpected '" + peek().s + "' in expression");
+    if (peek().k != token::end) fail(line_, "unexpected '" + shown(peek().s) + "' in expression");
     return e;
   }
   bool at_end() const { return t_[p_].k == token::end; }
@@ -303,11 +313,11 @@ class expr_parser {
     return peek(ahead).k == token::name && peek(ahead).s == n;
   }
   void expect_op(const char* o) {
-    if (!is_op(o)) fail(line_, std::string("expected '") + o + "', got '" + peek().s + "'");
+    if (!is_op(o)) fail(line_, std::string("expected '") + o + "', got '" + shown(peek().s) + "'");
     ++p_;
   }
   std::string expect_name() {
-    if (peek().k != token::name) fail(line_, "expected a name, got '" + peek().s + "'");
+    if (peek().k != token::name) fail(line_, "expected a name, got '" + shown(peek().s) + "'");
     return t_[p_++].s;
   }
 
@@ -435,7 +445,7 @@ class expr_parser {
           t->negated = true;
         }
         t->id = expect_name();
-        if (!known_tests().count(t->id)) fail(line_, "unsupported test '" + t->id + "'");
+        if (!known_tests().count(t->id)) fail(line_, "unsupported test '" + shown(t->id) + "'");
         t->args.push_back(std::move(e));
         if (is_op("(")) {
           parse_call_args(*t);
@@ -451,7 +461,7 @@ class expr_parser {
       ++p_;
       auto f = make(expr::filter);
       f->id = expect_name();
-      if (!known_filters().count(f->id)) fail(line_, "unsupported filter '" + f->id + "'");
+      if (!known_filters().count(f->id)) fail(line_, "unsupported filter '" + shown(f->id) + "'");
       f->args.push_back(std::move(e));
       if (is_op("(")) parse_call_args(*f);
       e = std::move(f);
@@ -481,7 +491,7 @@ class expr_parser {
         a->id = expect_name();
         a->args.push_back(std::move(e));
         if (is_op("(")) {
-          if (!known_methods().count(a->id)) fail(line_, "unsupported method '" + a->id + "'");
+          if (!known_methods().count(a->id)) fail(line_, "unsupported method '" + shown(a->id) + "'");
           auto c = make(expr::call);
           c->id = a->id;
           c->args.push_back(std::move(a->args[0]));
@@ -518,7 +528,7 @@ class expr_parser {
         }
       } else if (is_op("(")) {
         if (e->k != expr::name || !known_functions().count(e->id))
-          fail(line_, "unsupported function call" + (e->k == expr::name ? " '" + e->id + "'" : std::string()));
+          fail(line_, "unsupported function call" + (e->k == expr::name ? " '" + shown(e->id) + "'" : std::string()));
         auto c = make(expr::call);
         c->id = e->id;
         parse_call_args(*c);
@@ -598,7 +608,7 @@ class expr_parser {
       expect_op("}");
       return d;
     }
-    fail(line_, "unexpected '" + t.s + "' in expression");
+    fail(line_, "unexpected '" + shown(t.s) + "' in expression");
   }
 
   std::vector<token> t_;
@@ -618,7 +628,7 @@ class statement_parser {
 
   body parse_template() {
     body b = parse_body({});
-    if (pos_ < tags_.size()) fail(tags_[pos_].line, "unexpected '" + first_word(tags_[pos_]) + "'");
+    if (pos_ < tags_.size()) fail(tags_[pos_].line, "unexpected '" + shown(first_word(tags_[pos_])) + "'");
     return b;
   }
 
@@ -712,7 +722,7 @@ class statement_parser {
         n->loop_filter = p.parse_or();
       }
       if (p.is_name("recursive")) fail(line, "unsupported: recursive for");
-      if (!p.at_end()) fail(line, "unexpected '" + p.peek().s + "' in for");
+      if (!p.at_end()) fail(line, "unexpected '" + shown(p.peek().s) + "' in for");
       ++pos_;
       n->inner = parse_body({"else", "endfor"});
       if (first_word(tags_[pos_]) == "else") {
@@ -752,7 +762,7 @@ class statement_parser {
       ++pos_;
       return n;
     }
-    fail(line, "unsupported tag '" + w + "'");
+    fail(line, "unsupported tag '" + shown(w) + "'");
   }
 
   std::vector<tag> tags_;

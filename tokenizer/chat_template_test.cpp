@@ -227,6 +227,36 @@ TEST(ChatTemplateBounds, ARenderStopsAfterItsStepBound) {
   EXPECT_EQ(render_ok("{% for a in range(200) %}{% for b in range(200) %}{% endfor %}{% endfor %}ok", "x"), "ok");
 }
 
+// A syntax error quotes template text by its first 40 bytes: a several-KB literal or name
+// still gives a one-line message of bounded length, cut at a UTF-8 character boundary.
+TEST(ChatTemplateBounds, ASyntaxErrorQuotesLongTextByItsPrefix) {
+  const std::string digits(5000, '4');
+  auto literal = chat_template::parse("{{ " + digits + " }}");
+  ASSERT_FALSE(literal);
+  EXPECT_NE(literal.error().find("integer literal " + digits.substr(0, 40) + "... is past the 64-bit range"),
+            std::string::npos)
+      << literal.error();
+  EXPECT_LT(literal.error().size(), 120u) << literal.error();
+  const std::string name = "x" + std::string(3000, 'y');
+  auto filter = chat_template::parse("{{ 'a' | " + name + " }}");
+  ASSERT_FALSE(filter);
+  EXPECT_NE(filter.error().find("unsupported filter '" + name.substr(0, 40) + "...'"), std::string::npos)
+      << filter.error();
+  // "x" then "\xc3\xa9" (two bytes) 30 times: a cut at byte 40 would split the 20th "\xc3\xa9",
+  // so the quote keeps "x" and 19 of them (39 bytes).
+  std::string accented = "x";
+  for (int i = 0; i < 30; ++i) accented += "\xc3\xa9";
+  auto literal_string = chat_template::parse("{{ 1 '" + accented + "' }}");
+  ASSERT_FALSE(literal_string);
+  EXPECT_NE(literal_string.error().find("unexpected '" + accented.substr(0, 39) + "...' in expression"),
+            std::string::npos)
+      << literal_string.error();
+  // Short text is quoted whole, as before.
+  auto short_name = chat_template::parse("{{ 'a' | nosuch }}");
+  ASSERT_FALSE(short_name);
+  EXPECT_NE(short_name.error().find("unsupported filter 'nosuch'"), std::string::npos) << short_name.error();
+}
+
 // Found by fuzz_chat_template (session 13, leg 2 of a 10 M run, at 9.71 M executions in all):
 // `"%s-%d" % ('...', 444...443)` converted a double past the 64-bit range to an integer
 // (UBSan, chat_template.cpp percent_format). `%d` / `%i` now print an int exactly (through a
