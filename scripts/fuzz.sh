@@ -30,6 +30,7 @@ if [ "$seed" != random ] && ! [[ "$seed" =~ ^[0-9]+$ ]]; then
   exit 2
 fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/fuzz_lib.sh"
 build="$root/build-fuzz"
 cc="${FUZZ_CC:-clang-16}"
 cxx="${FUZZ_CXX:-clang++-16}"
@@ -73,14 +74,14 @@ for t in $targets; do
     $([ "$seed" = random ] || echo "-seed=$seed") -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
     -print_final_stats=1 -artifact_prefix="$artifacts/$t-" >"$log" 2>&1 || rc=$?
   took=$(( $(date +%s) - t0 ))
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  execs="$(fuzz_execs "$log")"
   rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)"
   used_seed="$(sed -n 's/^INFO: Seed: *//p' "$log" | head -1)"
   if [ "$rc" -eq 0 ]; then
     echo "$t: ok execs=${execs:-?} execs/s=${rate:-?} seconds=$took seed=${used_seed:-?}"
   else
-    what="$(grep -m1 -oE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)[^\n]*|runtime error:.*|fuzz invariant failed:.*' "$log" || true)"
-    artifact="$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)"
+    what="$(fuzz_finding "$log")"
+    artifact="$(fuzz_artifact "$log")"
     echo "$t: FAILED rc=$rc execs=${execs:-?} seconds=$took seed=${used_seed:-?} ${what:-see log} artifact=${artifact:-none}"
     cp "$log" "$artifacts/$t.log"
     failed=1

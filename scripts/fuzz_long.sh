@@ -23,6 +23,7 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$root/scripts/fuzz_lib.sh"
 base="${FUZZ_LONG_DIR:-$root/build-fuzz/long}"
 usage() { echo "usage: fuzz_long.sh TARGET TOTAL [WORKERS] | --status TARGET | --export TARGET FILE" >&2; exit 2; }
 
@@ -107,12 +108,12 @@ for ((w = 0; w < workers; w++)); do
   while kill -0 "${pids[$w]}" 2>/dev/null; do wait "${pids[$w]}" || true; done
   wait "${pids[$w]}" && rc=0 || rc=$?
   log="$state/logs/leg$leg-w$w.log"
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)"
+  execs="$(fuzz_execs "$log")"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$leg" "$start" "$(date -u +%FT%TZ)" "$sha" \
     "$commit" "$w" "$((leg * 100 + w))" "${execs:-0}" "$rc" >>"$ledger"
   if [ "$rc" -ne 0 ] && [ "$rc" -ne 72 ]; then
-    what="$(grep -m1 -oE 'ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer)[^\n]*|runtime error:.*|fuzz invariant failed:.*' "$log" || true)"
-    echo "$target: worker $w FAILED rc=$rc execs=${execs:-?} ${what:-see $log} artifact=$(sed -n 's/.*Test unit written to //p' "$log" | tail -1)"
+    what="$(fuzz_finding "$log")"
+    echo "$target: worker $w FAILED rc=$rc execs=${execs:-?} ${what:-see $log} artifact=$(fuzz_artifact "$log")"
     failed=1
   else
     echo "$target: worker $w ok execs=${execs:-?} rc=$rc"
